@@ -1,0 +1,193 @@
+"""Provinces: the match state, cards and lobby options (rules: ``shared/rules/provinces.md``).
+
+Everything here is immutable by convention: a :class:`State` is never changed once another
+function has seen it. ``apply`` makes a shallow :meth:`State.clone` (every field is an int, a str,
+a tuple or a shared immutable object) and replaces the fields it changes with new tuples.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.games.base import CardTokens, Outcome, Rng
+
+from .board import Board
+
+#: Rule 1.4 / 4.2: at most 7 cards in a garrison.
+MAX_GARRISON = 7
+#: Rule 1.1: a standard deck is 52 cards and 2 jokers.
+DECK_SIZE = 54
+#: House decision: a turn accepts at most this many actions besides ``end_turn`` (bounds the log).
+MAX_ACTIONS_PER_TURN = 256
+
+DEALING_MODES = ("evenly", "randomly", "most_unevenly")
+RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A")
+SUITS = ("clubs", "diamonds", "hearts", "spades")
+JOKER = "joker"
+#: Face values by rank (rule 1.2).
+FACE_VALUE = {rank: index + 2 for index, rank in enumerate(RANKS)}
+
+
+class Options(BaseModel):
+    """Lobby options of a Provinces match.
+
+    - ``turn_seconds``: the turn deadline in seconds (rule 2.2).
+    - ``max_rounds``: full rounds before the match is decided on provinces held (rule 2.4).
+    - ``tie_rule``: what a duel of equal values does (rule 3.3).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn_seconds: int = Field(60, ge=5, le=3600)
+    max_rounds: int = Field(60, ge=1, le=1000)
+    tie_rule: Literal["both_destroyed", "defender_wins"] = "both_destroyed"
+
+
+class Card:
+    """One card on the board. Treated as immutable: a change of value makes a new ``Card``.
+
+    - ``token``: the opaque wire id, issued fresh each time the card is dealt (rule 6.3).
+    - ``ident``: the physical card, ``deck * 54 + k`` (k < 52: rank ``k // 4``, suit ``k % 4``;
+      k = 52, 53: jokers). It never changes (rule 1.1).
+    - ``rank`` / ``suit``: what the card shows; ``"joker"`` / None for a joker that has not won,
+      the beaten card's rank and suit for a joker that has (rule 3.4).
+    - ``value``: the current value; None for a joker that has not won (it is then *hidden*, rule 6.1).
+    """
+
+    __slots__ = ("token", "ident", "rank", "suit", "value")
+
+    def __init__(self, token: str, ident: int, rank: str, suit: str | None, value: int | None) -> None:
+        self.token = token
+        self.ident = ident
+        self.rank = rank
+        self.suit = suit
+        self.value = value
+
+    @property
+    def is_joker(self) -> bool:
+        """True for a joker that has not won a duel yet (hidden from other players)."""
+        return self.value is None
+
+    def with_value(self, value: int) -> "Card":
+        return Card(self.token, self.ident, self.rank, self.suit, value)
+
+    def wire(self) -> dict:
+        return {"id": self.token, "rank": self.rank, "suit": self.suit, "value": self.value}
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Card({self.rank}{'' if self.suit is None else self.suit[0]}={self.value}, {self.token})"
+
+
+def new_card(token: str, ident: int) -> Card:
+    """The card ``ident`` as it comes out of the shoe, at face value (rule 1.1)."""
+    k = ident % DECK_SIZE
+    if k >= 52:
+        return Card(token, ident, JOKER, None, None)
+    rank = RANKS[k >> 2]
+    return Card(token, ident, rank, SUITS[k & 3], FACE_VALUE[rank])
+
+
+def is_joker_ident(ident: int) -> bool:
+    return ident % DECK_SIZE >= 52
+
+
+class State:
+    """A Provinces match. Fields (all immutable values):
+
+    - ``seats``: number of players; ``seat_order``: the shuffled turn order (rule 2.1).
+    - ``board``: the static hex map (:class:`Board`), shared by every state of the match.
+    - ``owners`` / ``garrisons`` / ``ages``: per province id: owning seat, tuple of cards top first,
+      the turn in which the owner took it (rule 1.5).
+    - ``dealing``: per seat, its dealing mode (rule 5).
+    - ``shoe``: card idents, the top is the *last* element; ``discard``: card idents (rule 1.1).
+    - ``rng`` / ``tokens`` / ``next_token``: the match's randomness and card-token counter.
+    - ``turn``: the global turn number (1 = first turn); ``round``: current round (1-based).
+    - ``current``: the seat whose turn it is (None once over); ``phase_id``: +1 at every new turn.
+    - ``attacked`` / ``received``: bitmasks of provinces that attacked / received cards this turn.
+    - ``actions``: actions applied in this turn (besides ``end_turn``).
+    - ``eliminated``: seats in the order they lost their last province.
+    - ``result``: the :class:`Outcome` once the match is over.
+    """
+
+    __slots__ = (
+        "seats", "seat_order", "board", "options", "owners", "garrisons", "ages", "dealing",
+        "shoe", "discard", "rng", "tokens", "next_token", "turn", "round", "current", "phase_id",
+        "attacked", "received", "actions", "eliminated", "result",
+    )
+
+    def __init__(
+        self,
+        *,
+        seats: int,
+        seat_order: tuple[int, ...],
+        board: Board,
+        options: Options,
+        owners: tuple[int, ...],
+        garrisons: tuple[tuple[Card, ...], ...],
+        ages: tuple[int, ...],
+        dealing: tuple[str, ...],
+        shoe: tuple[int, ...],
+        discard: tuple[int, ...],
+        rng: Rng,
+        tokens: CardTokens,
+        next_token: int,
+        turn: int = 1,
+        round: int = 1,
+        current: int | None = None,
+        phase_id: int = 1,
+        attacked: int = 0,
+        received: int = 0,
+        actions: int = 0,
+        eliminated: tuple[int, ...] = (),
+        result: Outcome | None = None,
+    ) -> None:
+        self.seats = seats
+        self.seat_order = seat_order
+        self.board = board
+        self.options = options
+        self.owners = owners
+        self.garrisons = garrisons
+        self.ages = ages
+        self.dealing = dealing
+        self.shoe = shoe
+        self.discard = discard
+        self.rng = rng
+        self.tokens = tokens
+        self.next_token = next_token
+        self.turn = turn
+        self.round = round
+        self.current = seat_order[0] if current is None and result is None else current
+        self.phase_id = phase_id
+        self.attacked = attacked
+        self.received = received
+        self.actions = actions
+        self.eliminated = eliminated
+        self.result = result
+
+    def clone(self) -> "State":
+        """A shallow copy (O(fields)); the caller replaces the fields it changes. The ``rng`` is
+        shared until a caller that draws from it replaces it with ``rng.clone()``."""
+        new = State.__new__(State)
+        for name in State.__slots__:
+            setattr(new, name, getattr(self, name))
+        return new
+
+    def fingerprint(self) -> tuple:
+        """Everything in the state as plain values (tests compare states with it)."""
+        return (
+            self.seats, self.seat_order, self.board.coords, self.options.model_dump_json(),
+            self.owners,
+            tuple(tuple((c.token, c.ident, c.rank, c.suit, c.value) for c in g) for g in self.garrisons),
+            self.ages, self.dealing, self.shoe, self.discard,
+            (self.rng._key, self.rng._counter, self.rng._pool, self.rng._bits),
+            self.next_token, self.turn, self.round, self.current, self.phase_id, self.attacked,
+            self.received, self.actions, self.eliminated,
+            None if self.result is None else self.result.to_wire(),
+        )
+
+    def provinces_of(self, seat: int) -> list[int]:
+        return [p for p, owner in enumerate(self.owners) if owner == seat]
+
+    def alive(self, seat: int) -> bool:
+        return seat in self.owners

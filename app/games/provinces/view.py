@@ -1,0 +1,134 @@
+"""Provinces: what each viewer may see (rules 6.1–6.3). The only path from state to the wire.
+
+A hidden card is a joker that has not won a duel (``card.value is None``). Its owner sees it; every
+other seat and spectators see nothing of it — no placeholder, no count, no gap; the admin sees it
+marked ``"hidden": true``. Events use the same filter (:func:`visible_cards`).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from app.games.base import ADMIN, SPECTATOR
+
+from .state import Card, State
+
+
+def visible_cards(cards: Iterable[Card], owner: int, viewer: int) -> list[dict[str, Any]]:
+    """Wire dicts of ``cards`` (owned by seat ``owner``) as seen by ``viewer`` (a seat, SPECTATOR
+    or ADMIN): hidden jokers are dropped unless the viewer is the owner; the admin sees them marked."""
+    if viewer == owner:
+        return [{"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value} for c in cards]
+    if viewer == ADMIN:
+        out = []
+        for c in cards:
+            item = {"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value}
+            if c.value is None:
+                item["hidden"] = True
+            out.append(item)
+        return out
+    return [
+        {"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value} for c in cards if c.value is not None
+    ]
+
+
+def hidden_tokens(state: State, viewer: int) -> set[str]:
+    """Tokens of the cards ``viewer`` must not see now: every unrevealed joker in a garrison the
+    viewer does not own (none for ADMIN). Cards in the shoe and discard pile have no token."""
+    if viewer == ADMIN:
+        return set()
+    owners = state.owners
+    return {
+        c.token
+        for p, garrison in enumerate(state.garrisons)
+        if owners[p] != viewer
+        for c in garrison
+        if c.value is None
+    }
+
+
+def render(state: State, viewer: int) -> dict[str, Any]:
+    """The view of ``state`` for ``viewer`` (seat 0..n-1, SPECTATOR or ADMIN); see
+    ``docs/games/provinces.md`` for the shape."""
+    owners = state.owners
+    garrisons = state.garrisons
+    ages = state.ages
+    attacked = state.attacked
+    received = state.received
+    seats = state.seats
+    province_count = [0] * seats
+    card_count = [0] * seats
+    provinces = []
+    for p, q, r, adjacent in state.board._static:
+        owner = owners[p]
+        garrison = visible_cards(garrisons[p], owner, viewer)
+        size = len(garrison)
+        province_count[owner] += 1
+        card_count[owner] += size
+        frontline = False
+        for other in adjacent:
+            if owners[other] != owner:
+                frontline = True
+                break
+        bit = 1 << p
+        provinces.append({
+            "id": p,
+            "q": q,
+            "r": r,
+            "adjacent": adjacent.copy(),
+            "owner": owner,
+            "age": ages[p],
+            "size": size,
+            "garrison": garrison,
+            "frontline": frontline,
+            "attacked": bool(attacked & bit),
+            "received": bool(received & bit),
+        })
+    eliminated = state.eliminated
+    result = state.result
+    view: dict[str, Any] = {
+        "game": "provinces",
+        "viewer": viewer,
+        "phase": "over" if result is not None else "turn",
+        "phase_id": state.phase_id,
+        "turn": state.turn,
+        "round": state.round,
+        "current_seat": state.current,
+        "seat_order": list(state.seat_order),
+        "seats": [
+            {
+                "seat": s,
+                "alive": s not in eliminated,
+                "provinces": province_count[s],
+                "cards": card_count[s],
+            }
+            for s in range(seats)
+        ],
+        "provinces": provinces,
+        "actions_this_turn": state.actions,
+        "options": {
+            "turn_seconds": state.options.turn_seconds,
+            "max_rounds": state.options.max_rounds,
+            "tie_rule": state.options.tie_rule,
+        },
+        "max_garrison": 7,
+        "dealing_mode": state.dealing[viewer] if 0 <= viewer < seats else None,
+        "outcome": None if result is None else result.to_wire(),
+    }
+    if viewer == ADMIN:
+        view["dealing_modes"] = list(state.dealing)
+        view["shoe"] = [_ident_name(i) for i in reversed(state.shoe)]
+        view["discard"] = [_ident_name(i) for i in state.discard]
+        view["next_token"] = state.next_token
+    return view
+
+
+def _ident_name(ident: int) -> str:
+    from .state import DECK_SIZE, RANKS, SUITS
+
+    k = ident % DECK_SIZE
+    if k >= 52:
+        return "joker"
+    return f"{RANKS[k >> 2]} {SUITS[k & 3]}"
+
+
+__all__ = ["visible_cards", "hidden_tokens", "render", "SPECTATOR", "ADMIN"]
