@@ -1,0 +1,77 @@
+"""Admin: list matches, read any match's full state (hidden cards marked) and log, step a replay, abort."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import AdminDep, ManagerDep, RepoDep
+from app.api.errors import ApiError, not_found
+from app.api.routes.matches import match_public
+from app.api.schemas import AbortRequest, MatchPublic
+from app.games.base import ADMIN, IllegalAction
+from app.runtime.replay import ReplayMismatch, replay
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+
+
+@router.get("/matches", response_model=list[MatchPublic])
+async def list_matches(repo: RepoDep, _admin: AdminDep, status: str | None = None, game: str | None = None,
+                       limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0)) -> list[MatchPublic]:
+    rows = await repo.matches(status=status, game=game, limit=limit, offset=offset)
+    out = [match_public(m) for m in rows]
+    for m, row in zip(out, rows):
+        m.seed = row["seed"] if row["status"] != "running" else None
+    return out
+
+
+@router.get("/matches/{match_id}")
+async def match_state(match_id: str, manager: ManagerDep, _admin: AdminDep) -> dict[str, Any]:
+    """The full state as the admin view (every hidden card present and marked ``"hidden": true``),
+    the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players)."""
+    runner = await manager.load(match_id)
+    if runner is None:
+        raise not_found("match")
+    msg = runner.state_message(ADMIN, [])
+    hidden = getattr(runner.game, "hidden_tokens", None)
+    return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
+            "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}
+            if hidden else None}
+
+
+@router.get("/matches/{match_id}/log")
+async def match_log(match_id: str, repo: RepoDep, _admin: AdminDep) -> dict[str, Any]:
+    m = await repo.match(match_id)
+    if m is None:
+        raise not_found("match")
+    return {"match_id": match_id, "actions": await repo.actions(match_id)}
+
+
+@router.get("/matches/{match_id}/replay")
+async def match_replay(match_id: str, repo: RepoDep, _admin: AdminDep,
+                       version: int = Query(0, ge=0)) -> dict[str, Any]:
+    """The admin view of the match as it was at ``version`` (0 = the deal), with that step's events."""
+    m = await repo.match(match_id)
+    if m is None:
+        raise not_found("match")
+    actions = await repo.actions(match_id)
+    try:
+        result = replay(m, actions, until=version, keep_events=1)
+    except ReplayMismatch as exc:
+        raise ApiError(409, "replay_mismatch", str(exc)) from None
+    events = [e.to_wire() for ver, evs in result.history if ver == result.version for e in evs]
+    return {"match_id": match_id, "version": result.version, "last_version": len(actions),
+            "action": actions[result.version - 1] if result.version else None,
+            "view": result.game.view(result.state, ADMIN), "events": events}
+
+
+@router.post("/matches/{match_id}/abort", response_model=MatchPublic)
+async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: AbortRequest | None = None) -> MatchPublic:
+    runner = await manager.load(match_id)
+    if runner is None:
+        raise not_found("match")
+    try:
+        runner.abort((body or AbortRequest()).reason, admin["id"])
+    except IllegalAction as exc:
+        raise ApiError(409, exc.code, exc.message) from None
+    return match_public({**runner.meta, "status": "aborted", "outcome": runner.outcome.to_wire()})

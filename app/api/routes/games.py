@@ -1,0 +1,36 @@
+"""The games this server hosts, with their lobby option schemas (JSON Schema)."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.api.errors import not_found
+from app.api.schemas import GameInfo
+from app.games import registry
+from app.runtime.bots import BOT_KINDS, bot_class
+
+router = APIRouter(prefix="/games", tags=["games"])
+
+
+def game_info(game) -> GameInfo:
+    kinds = []
+    for kind in BOT_KINDS:
+        try:
+            bot_class(game.id, kind)
+            kinds.append(kind)
+        except (KeyError, ImportError):
+            pass
+    return GameInfo(id=game.id, title=game.title, min_seats=game.min_seats, max_seats=game.max_seats,
+                    options_schema=game.Options.model_json_schema(), bot_kinds=kinds)
+
+
+@router.get("", response_model=list[GameInfo])
+async def list_games() -> list[GameInfo]:
+    return [game_info(g) for g in registry().values()]
+
+
+@router.get("/{game_id}", response_model=GameInfo)
+async def get_game(game_id: str) -> GameInfo:
+    game = registry().get(game_id)
+    if game is None:
+        raise not_found("game")
+    return game_info(game)

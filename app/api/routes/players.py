@@ -1,0 +1,25 @@
+"""Players: guests get a bearer token (shown once, stored hashed)."""
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from fastapi import APIRouter
+
+from app.api.deps import PlayerDep, RepoDep, hash_token
+from app.api.schemas import PlayerCreate, PlayerCreated, PlayerPublic
+
+router = APIRouter(prefix="/players", tags=["players"])
+
+
+@router.post("", response_model=PlayerCreated, status_code=201)
+async def create_player(body: PlayerCreate, repo: RepoDep) -> PlayerCreated:
+    """Make a guest player. The token in the answer is the only copy: the server keeps its hash."""
+    token = secrets.token_urlsafe(32)
+    row = await repo.create_player(uuid.uuid4().hex, body.name, "player", hash_token(token))
+    return PlayerCreated(player=PlayerPublic(**row), token=token)
+
+
+@router.get("/me", response_model=PlayerPublic)
+async def me(player: PlayerDep) -> PlayerPublic:
+    return PlayerPublic(**player)

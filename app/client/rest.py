@@ -1,0 +1,98 @@
+"""REST client (httpx). Every method raises :class:`ApiError` with the server's ``code`` on failure."""
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class RestClient:
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
+
+    async def __aenter__(self) -> "RestClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        headers = kwargs.pop("headers", {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        resp = await self._http.request(method, "/api/v1" + path, headers=headers, **kwargs)
+        if resp.status_code >= 400:
+            try:
+                body = resp.json()
+                raise ApiError(resp.status_code, body.get("code", "error"), body.get("message", resp.text))
+            except ValueError:
+                raise ApiError(resp.status_code, "error", resp.text) from None
+        if resp.status_code == 204 or not resp.content:
+            return None
+        return resp.json()
+
+    # players
+    async def register(self, name: str = "guest") -> dict[str, Any]:
+        """Create a guest player; keeps and returns its token (``{"player": {...}, "token": str}``)."""
+        out = await self.request("POST", "/players", json={"name": name})
+        self.token = out["token"]
+        return out
+
+    async def me(self) -> dict[str, Any]:
+        return await self.request("GET", "/players/me")
+
+    # games and lobbies
+    async def games(self) -> list[dict[str, Any]]:
+        return await self.request("GET", "/games")
+
+    async def create_lobby(self, game: str, seats: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.request("POST", "/lobbies", json={"game": game, "seats": seats, "options": options or {}})
+
+    async def lobbies(self, game: str | None = None) -> list[dict[str, Any]]:
+        return await self.request("GET", "/lobbies", params={"game": game} if game else None)
+
+    async def lobby(self, lobby_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/lobbies/{lobby_id}")
+
+    async def join(self, lobby_id: str, seat: int | None = None) -> dict[str, Any]:
+        return await self.request("POST", f"/lobbies/{lobby_id}/join", json={"seat": seat})
+
+    async def leave(self, lobby_id: str) -> dict[str, Any]:
+        return await self.request("POST", f"/lobbies/{lobby_id}/leave")
+
+    async def fill_bots(self, lobby_id: str, kind: str = "random") -> dict[str, Any]:
+        return await self.request("POST", f"/lobbies/{lobby_id}/bots", json={"kind": kind})
+
+    async def start(self, lobby_id: str) -> dict[str, Any]:
+        return await self.request("POST", f"/lobbies/{lobby_id}/start")
+
+    # matches
+    async def match(self, match_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/matches/{match_id}")
+
+    # admin
+    async def admin_matches(self, status: str | None = None, game: str | None = None) -> list[dict[str, Any]]:
+        params = {k: v for k, v in (("status", status), ("game", game)) if v}
+        return await self.request("GET", "/admin/matches", params=params)
+
+    async def admin_match(self, match_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/admin/matches/{match_id}")
+
+    async def admin_log(self, match_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/admin/matches/{match_id}/log")
+
+    async def admin_abort(self, match_id: str, reason: str = "aborted by an admin") -> dict[str, Any]:
+        return await self.request("POST", f"/admin/matches/{match_id}/abort", json={"reason": reason})

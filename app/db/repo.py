@@ -1,0 +1,181 @@
+"""Repositories: every query the server runs lives here (none inline in routes or the runtime)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player
+
+players_t = Player.__table__
+lobbies_t = Lobby.__table__
+seats_t = LobbySeat.__table__
+matches_t = Match.__table__
+actions_t = MatchAction.__table__
+
+
+def _row(r) -> dict[str, Any] | None:
+    return dict(r._mapping) if r is not None else None
+
+
+class Repository:
+    """Data access over one :class:`AsyncEngine`. Methods return plain dicts."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    # -- players ---------------------------------------------------------------------------
+    async def create_player(self, player_id: str, name: str, role: str, token_hash: str) -> dict[str, Any]:
+        row = {"id": player_id, "name": name, "role": role, "token_hash": token_hash, "created_at": time.time()}
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(players_t), row)
+        return row
+
+    async def player_by_token_hash(self, token_hash: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            r = (await conn.execute(select(players_t).where(players_t.c.token_hash == token_hash))).first()
+        return _row(r)
+
+    async def set_token_hash(self, player_id: str, token_hash: str) -> None:
+        """Replace a player's token hash (bots get a fresh token each time they start)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(update(players_t).where(players_t.c.id == player_id).values(token_hash=token_hash))
+
+    async def player(self, player_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            r = (await conn.execute(select(players_t).where(players_t.c.id == player_id))).first()
+        return _row(r)
+
+    async def players(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        ids = list(set(ids))
+        if not ids:
+            return {}
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(players_t).where(players_t.c.id.in_(ids)))).all()
+        return {r.id: dict(r._mapping) for r in rows}
+
+    # -- lobbies ---------------------------------------------------------------------------
+    async def create_lobby(self, lobby: dict[str, Any], host_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(lobbies_t), lobby)
+            await conn.execute(
+                insert(seats_t),
+                [{"lobby_id": lobby["id"], "seat": s, "player_id": host_id if s == 0 else None, "bot": None}
+                 for s in range(lobby["seat_count"])],
+            )
+
+    async def lobby(self, lobby_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            r = (await conn.execute(select(lobbies_t).where(lobbies_t.c.id == lobby_id))).first()
+            if r is None:
+                return None
+            lobby = dict(r._mapping)
+            seats = (await conn.execute(
+                select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
+        lobby["seats"] = [dict(s._mapping) for s in seats]
+        return lobby
+
+    async def lobbies(self, status: str | None = "open", game: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        q = select(lobbies_t).order_by(lobbies_t.c.created_at.desc()).limit(limit)
+        if status:
+            q = q.where(lobbies_t.c.status == status)
+        if game:
+            q = q.where(lobbies_t.c.game == game)
+        async with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+            if rows:
+                seats = (await conn.execute(
+                    select(seats_t).where(seats_t.c.lobby_id.in_([r["id"] for r in rows]))
+                    .order_by(seats_t.c.seat))).all()
+            else:
+                seats = []
+        by_lobby: dict[str, list] = {}
+        for s in seats:
+            by_lobby.setdefault(s.lobby_id, []).append(dict(s._mapping))
+        for r in rows:
+            r["seats"] = by_lobby.get(r["id"], [])
+        return rows
+
+    async def set_seat(self, lobby_id: str, seat: int, player_id: str | None, bot: str | None,
+                       *, only_if_empty: bool) -> bool:
+        """Fill or clear one seat; with ``only_if_empty`` the update is conditional (no race between
+        two joiners). Returns whether a row changed."""
+        q = update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat)
+        if only_if_empty:
+            q = q.where(seats_t.c.player_id.is_(None), seats_t.c.bot.is_(None))
+        async with self.engine.begin() as conn:
+            res = await conn.execute(q.values(player_id=player_id, bot=bot))
+        return res.rowcount == 1
+
+    async def set_lobby_status(self, lobby_id: str, status: str, *, expect: str,
+                               match_id: str | None = None) -> bool:
+        async with self.engine.begin() as conn:
+            res = await conn.execute(
+                update(lobbies_t).where(lobbies_t.c.id == lobby_id, lobbies_t.c.status == expect)
+                .values(status=status, match_id=match_id))
+        return res.rowcount == 1
+
+    # -- matches ---------------------------------------------------------------------------
+    async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None) -> None:
+        """Insert a match (and, in the same transaction, mark its lobby started)."""
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(matches_t), match)
+            if lobby_id:
+                res = await conn.execute(
+                    update(lobbies_t).where(lobbies_t.c.id == lobby_id, lobbies_t.c.status == "open")
+                    .values(status="started", match_id=match["id"]))
+                if res.rowcount != 1:
+                    raise LookupError("lobby is no longer open")
+
+    async def match(self, match_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            r = (await conn.execute(select(matches_t).where(matches_t.c.id == match_id))).first()
+        return _row(r)
+
+    async def matches(self, status: str | None = None, game: str | None = None, limit: int = 100,
+                      offset: int = 0) -> list[dict[str, Any]]:
+        q = select(matches_t).order_by(matches_t.c.created_at.desc()).limit(limit).offset(offset)
+        if status:
+            q = q.where(matches_t.c.status == status)
+        if game:
+            q = q.where(matches_t.c.game == game)
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+    async def running_match_ids(self) -> list[str]:
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(matches_t.c.id).where(matches_t.c.status == "running"))).all()
+        return [r.id for r in rows]
+
+    async def count_matches(self) -> dict[str, int]:
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(matches_t.c.status, func.count()).group_by(matches_t.c.status))).all()
+        return {r[0]: r[1] for r in rows}
+
+    # -- the action log ----------------------------------------------------------------------
+    async def actions(self, match_id: str, after: int = 0) -> list[dict[str, Any]]:
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(
+                select(actions_t).where(actions_t.c.match_id == match_id, actions_t.c.seq > after)
+                .order_by(actions_t.c.seq))).all()
+        return [dict(r._mapping) for r in rows]
+
+    async def commit_batch(self, action_rows: Sequence[dict[str, Any]],
+                           match_updates: Sequence[dict[str, Any]]) -> None:
+        """One transaction for a whole group of log records from many matches (group commit), plus
+        the end-of-match updates (``{"id", "status", "outcome", "ended_at", "version"}``) among them.
+        Raises whatever the driver raises; nothing is committed then."""
+        async with self.engine.begin() as conn:
+            if action_rows:
+                await conn.execute(insert(actions_t), list(action_rows))
+            for upd in match_updates:
+                values = {k: v for k, v in upd.items() if k != "id"}
+                await conn.execute(update(matches_t).where(matches_t.c.id == upd["id"]).values(**values))
+
+    async def delete_lobby(self, lobby_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(delete(seats_t).where(seats_t.c.lobby_id == lobby_id))
+            await conn.execute(delete(lobbies_t).where(lobbies_t.c.id == lobby_id))
+

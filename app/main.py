@@ -1,0 +1,108 @@
+"""``create_app(settings)``: the FastAPI app; its lifespan owns every engine, client and task."""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import generate_latest
+from sqlalchemy import text
+
+from app.api import errors
+from app.api.deps import hash_token
+from app.api.routes import admin, games, lobbies, matches, players
+from app.api.ws import router as ws_router
+from app.config import Settings
+from app.db.database import make_engine
+from app.db.migrate import upgrade_async
+from app.db.repo import Repository
+from app.infra.timers import LocalTimers
+from app.metrics import Metrics
+from app.runtime.bots import BotRunner
+from app.runtime.logwriter import LogWriter
+from app.runtime.manager import MatchManager
+
+log = logging.getLogger("bannerfall")
+WEB = Path(__file__).parent / "web"
+
+
+async def _ensure_admin(repo: Repository, token: str) -> None:
+    digest = hash_token(token)
+    if await repo.player_by_token_hash(digest) is None:
+        await repo.create_player("admin" + digest[:27], "admin", "admin", digest)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        if settings.migrate_on_start:
+            await upgrade_async(settings.database_url)
+        engine = make_engine(settings.database_url)
+        repo = Repository(engine)
+        if settings.admin_token:
+            await _ensure_admin(repo, settings.admin_token)
+        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
+        writer.start()
+        timers = LocalTimers()
+        bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
+        manager = MatchManager(repo, writer, timers, on_match_started=bots.ensure if bots else None)
+        app.state.settings, app.state.repo, app.state.manager = settings, repo, manager
+        app.state.log_writer, app.state.bots = writer, bots
+        app.state.started_at = time.time()
+        await manager.start()
+        log.info("bannerfall node %s ready on %s", settings.node, settings.base_url)
+        try:
+            yield
+        finally:
+            if bots:
+                await bots.stop()
+            await manager.stop()
+            await writer.stop()
+            await engine.dispose()
+
+    app = FastAPI(title="Bannerfall", version="0.1.0", lifespan=lifespan,
+                  description="Authoritative game server for card games of territory. "
+                              "Match protocol: docs/protocol.md.")
+    app.state.metrics = Metrics()
+    errors.install(app)
+    for module in (players, games, lobbies, matches, admin):
+        app.include_router(module.router, prefix="/api/v1")
+    app.include_router(ws_router)
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"])
+    async def readyz() -> JSONResponse:
+        checks: dict[str, str] = {}
+        try:
+            async with app.state.repo.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            checks["database"] = "ok"
+        except Exception as exc:
+            checks["database"] = type(exc).__name__
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks},
+                            status_code=200 if ok else 503)
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        m = app.state.metrics
+        m.matches_live.set(len(app.state.manager.runners))
+        m.log_records.set(app.state.log_writer.stats.records)
+        m.log_commits.set(app.state.log_writer.stats.commits)
+        m.deadlines.set(app.state.manager.deadlines_fired)
+        return PlainTextResponse(generate_latest(m.registry).decode(), media_type="text/plain; version=0.0.4")
+
+    if WEB.is_dir() and any(WEB.iterdir()):
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount("/", StaticFiles(directory=WEB, html=True), name="web")
+    return app

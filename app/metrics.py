@@ -1,0 +1,21 @@
+"""Prometheus metrics (prometheus-client), one registry per app so tests can run several apps."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.sockets = Gauge("bannerfall_sockets", "Connected match sockets", registry=r)
+        self.matches_live = Gauge("bannerfall_matches_live", "Matches running on this node", registry=r)
+        self.actions = Counter("bannerfall_actions_received", "act messages received", registry=r)
+        self.log_records = Gauge("bannerfall_log_records_total", "Action log records committed", registry=r)
+        self.log_commits = Gauge("bannerfall_log_commits_total", "Group commits of the action log", registry=r)
+        self.deadlines = Gauge("bannerfall_deadlines_fired_total", "Deadlines that applied defaults", registry=r)
+        self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
+                                      buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
+        self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)
+        self.slow_disconnects = Counter("bannerfall_slow_disconnects", "Sockets closed for a full send queue",
+                                        registry=r)

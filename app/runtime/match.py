@@ -1,0 +1,365 @@
+"""One live match: its single writer, deadlines, durable log and per-viewer fan-out.
+
+Everything that changes a match runs synchronously on the event loop inside one method call
+(:meth:`MatchRunner.act`, :meth:`MatchRunner.deadline`, :meth:`MatchRunner.abort`), so there is
+exactly one writer per match without locks. The pipeline for an action (after boardgame.io's
+``master.onUpdate``): match over? → seat? → duplicate client seq? → stale version? → seat has a
+prompt? → ``Game.apply`` → new version, prompts, deadlines → log record handed to the group-commit
+writer → *after* the commit: ack to the actor, ``state`` (view + the events it may see) to every
+viewer, timers armed.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+from app.games.base import ADMIN, SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
+from app.runtime.wire import encode, error
+
+if TYPE_CHECKING:
+    from app.runtime.logwriter import LogWriter
+
+log = logging.getLogger("bannerfall.match")
+
+#: close codes (also in docs/protocol.md)
+CLOSE_REPLACED = 4001
+CLOSE_MATCH_GONE = 4004
+CLOSE_SLOW = 4008
+
+
+class Peer(Protocol):
+    """A connected viewer as the runtime sees it (a local socket, or a socket on another node)."""
+
+    viewer: int
+    player_id: str | None
+    #: the last version whose events this peer has been sent
+    sent_version: int
+
+    def push(self, text: str) -> None:
+        """Queue one message; never blocks (a full queue disconnects the peer)."""
+
+    def close(self, code: int, reason: str) -> None: ...
+
+
+class MatchRunner:
+    """Owns one match's state while it is live on this node."""
+
+    RECENT_PER_SEAT = 128
+    HISTORY = 256
+
+    def __init__(self, *, match: Mapping[str, Any], game: Game, state: Any, version: int,
+                 log_writer: "LogWriter", deadlines: dict[int, float] | None,
+                 schedule: Callable[[str, int, float], None], on_finished: Callable[["MatchRunner"], None],
+                 history: list[tuple[int, list[Event]]] | None = None,
+                 client_seqs: dict[int, dict[int, int]] | None = None, now: Callable[[], float] = time.time,
+                 status: str = "running") -> None:
+        self.match_id: str = match["id"]
+        self.meta = dict(match)
+        self.game = game
+        self.state = state
+        self.version = version
+        self.durable_version = version
+        self.status = status
+        self.log_writer = log_writer
+        self._schedule = schedule
+        self._on_finished = on_finished
+        self._now = now
+        self.peers: set[Peer] = set()
+        self.seat_peers: dict[int, Peer] = {}
+        self.history: deque[tuple[int, list[Event]]] = deque(history or (), maxlen=self.HISTORY)
+        self.prompts: list[Prompt] = game.prompts(state) if status == "running" else []
+        self.deadlines: dict[int, float] = dict(deadlines or {})
+        self._phase_start: dict[int, int] = {p.phase_id: version for p in self.prompts}
+        # seat -> client_seq -> reply dict (or None while waiting for the commit)
+        self._recent: dict[int, OrderedDict[int, dict | None]] = {}
+        self._waiters: dict[tuple[int, int], list[Peer]] = {}
+        for seat, seqs in (client_seqs or {}).items():
+            cache = self._recent.setdefault(seat, OrderedDict())
+            for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
+                cache[cseq] = {"type": "ack", "seq": cseq, "version": ver}
+        self.outcome: Outcome | None = game.outcome(state) if status == "running" else None
+        self.failed = False
+        self._pending_phase: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ viewers
+    def attach(self, peer: Peer, *, since_version: int | None = None) -> None:
+        """Add a viewer and send it the full ``state`` (with the events it missed since
+        ``since_version`` when they are still in memory). A newer socket for a seat replaces the
+        older one, which is closed with 4001."""
+        if peer.viewer >= 0:
+            old = self.seat_peers.get(peer.viewer)
+            if old is not None and old is not peer:
+                self.peers.discard(old)
+                old.close(CLOSE_REPLACED, "replaced by a newer connection for this seat")
+            self.seat_peers[peer.viewer] = peer
+        self.peers.add(peer)
+        events: list[dict[str, Any]] = []
+        complete = True
+        if since_version is not None and since_version < self.durable_version:
+            oldest = self.history[0][0] if self.history else self.durable_version + 1
+            complete = since_version + 1 >= oldest
+            for ver, evs in self.history:
+                if since_version < ver <= self.durable_version:
+                    events.extend(self._wire_events(ver, evs, peer.viewer))
+        peer.sent_version = self.durable_version
+        peer.push(encode(self.state_message(peer.viewer, events, events_complete=complete)))
+        if self.status != "running":
+            peer.push(encode(self.ended_message()))
+
+    def detach(self, peer: Peer) -> None:
+        self.peers.discard(peer)
+        if peer.viewer >= 0 and self.seat_peers.get(peer.viewer) is peer:
+            del self.seat_peers[peer.viewer]
+
+    # ------------------------------------------------------------------ messages
+    def public_prompts(self) -> list[dict[str, Any]]:
+        out = []
+        for p in self.prompts:
+            out.append({"seat": p.seat, "kind": p.kind, "phase_id": p.phase_id,
+                        "simultaneous": p.simultaneous, "submitted": p.submitted,
+                        "deadline_at": self.deadlines.get(p.phase_id)})
+        return out
+
+    def state_message(self, viewer: int, events: list[dict[str, Any]], *, events_complete: bool = True,
+                      state: Any = None, version: int | None = None,
+                      prompts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        state = self.state if state is None else state
+        msg = {
+            "type": "state",
+            "match_id": self.match_id,
+            "game": self.game.id,
+            "version": self.durable_version if version is None else version,
+            "status": self.status,
+            "seat": viewer if viewer >= 0 else None,
+            "viewer": "seat" if viewer >= 0 else ("admin" if viewer == ADMIN else "spectator"),
+            "prompts": self.public_prompts() if prompts is None else prompts,
+            "view": self.game.view(state, viewer),
+            "events": events,
+        }
+        if not events_complete:
+            msg["events_complete"] = False
+        return msg
+
+    def ended_message(self) -> dict[str, Any]:
+        return {
+            "type": "ended",
+            "match_id": self.match_id,
+            "status": self.status,
+            "version": self.durable_version,
+            "outcome": self.outcome.to_wire() if self.outcome else None,
+            "seed": self.meta["seed"],
+            "seed_hash": self.meta["seed_hash"],
+        }
+
+    @staticmethod
+    def _wire_events(version: int, events: list[Event], viewer: int) -> list[dict[str, Any]]:
+        return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
+
+    # ------------------------------------------------------------------ the writer
+    def act(self, peer: Peer, client_seq: Any, action: Any, version: Any = None) -> None:
+        """A seat's action from a socket. Replies go to ``peer``: ``ack`` after the commit, or ``error``."""
+        if not isinstance(client_seq, int) or isinstance(client_seq, bool) or not (0 <= client_seq < 2**62):
+            peer.push(encode(error("bad_seq", "act needs an integer 'seq' >= 0")))
+            return
+        seat = peer.viewer
+        if seat < 0:
+            peer.push(encode(error("not_a_player", "spectators and admins cannot act", seq=client_seq)))
+            return
+        recent = self._recent.setdefault(seat, OrderedDict())
+        if client_seq in recent:
+            reply = recent[client_seq]
+            if reply is None:  # same action still committing: answer when it is durable
+                self._waiters.setdefault((seat, client_seq), []).append(peer)
+            else:
+                peer.push(encode(reply))
+            return
+        if self.status != "running" or self.failed:
+            peer.push(encode(error("match_over", "the match is not running", seq=client_seq)))
+            return
+        if version is not None:
+            if not isinstance(version, int) or isinstance(version, bool) or version > self.version:
+                peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
+                return
+            seat_prompt = next((p for p in self.prompts if p.seat == seat), None)
+            if seat_prompt is not None and version < self._phase_start.get(seat_prompt.phase_id, 0):
+                peer.push(encode(error("stale_version",
+                                       f"the phase changed at version {self._phase_start[seat_prompt.phase_id]}; "
+                                       "refresh your state", seq=client_seq, version=self.durable_version)))
+                return
+        if not any(p.seat == seat for p in self.prompts):
+            peer.push(encode(error("not_your_turn", "you have nothing to decide now", seq=client_seq)))
+            return
+        try:
+            self._apply(seat, action, kind="act", client_seq=client_seq, reply_to=peer)
+        except IllegalAction as exc:
+            reply = error(exc.code, exc.message, seq=client_seq)
+            peer.push(encode(reply))
+
+    def deadline(self, phase_id: int) -> int:
+        """A deadline fired for ``phase_id``: apply the default action of every seat of that phase that
+        has not submitted, in seat order. Does nothing if the phase has ended (idempotent).
+        Returns how many defaults were applied."""
+        if self.status != "running" or self.failed:
+            return 0
+        applied = 0
+        for _ in range(64):
+            pending = [p for p in self.prompts if p.phase_id == phase_id and not p.submitted]
+            if not pending:
+                break
+            prompt = pending[0]
+            due = self.deadlines.get(phase_id)
+            if due is not None and due > self._now() + 0.05:
+                # fired early (clock skew between nodes): try again at the due time
+                self._schedule(self.match_id, phase_id, due)
+                break
+            try:
+                self._apply(prompt.seat, dict(prompt.default_action), kind="deadline")
+                applied += 1
+            except IllegalAction as exc:  # an engine bug: never let it stall the node
+                log.error("default action rejected in match %s phase %s: %s", self.match_id, phase_id, exc.code)
+                break
+        return applied
+
+    def _apply(self, seat: int, action: Any, *, kind: str, client_seq: int | None = None,
+               reply_to: Peer | None = None) -> None:
+        try:
+            new_state, events = self.game.apply(self.state, seat, action)
+        except IllegalAction:
+            raise
+        except Exception:
+            log.exception("engine error in match %s (action type %r)", self.match_id,
+                          action.get("type") if isinstance(action, dict) else None)
+            raise IllegalAction("internal_error", "the server could not apply this action; nothing changed")
+        self.state = new_state
+        self.version += 1
+        version = self.version
+        now = self._now()
+        old_phases = {p.phase_id for p in self.prompts}
+        self.prompts = self.game.prompts(new_state)
+        new_deadlines: dict[int, float] = {}
+        armed: list[tuple[int, float]] = []
+        for p in self.prompts:
+            if p.phase_id in self.deadlines:
+                new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
+            elif p.phase_id not in new_deadlines:
+                new_deadlines[p.phase_id] = now + p.deadline_seconds
+                self._phase_start[p.phase_id] = version
+                armed.append((p.phase_id, new_deadlines[p.phase_id]))
+            else:
+                new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
+        for gone in old_phases - set(new_deadlines):
+            self._phase_start.pop(gone, None)
+        self.deadlines = new_deadlines
+        self.outcome = self.game.outcome(new_state)
+        match_update = None
+        if self.outcome is not None:
+            self.status = "finished"
+            match_update = {"id": self.match_id, "status": "finished", "outcome": self.outcome.to_wire(),
+                            "ended_at": now, "version": version}
+        if client_seq is not None:
+            recent = self._recent.setdefault(seat, OrderedDict())
+            recent[client_seq] = None
+            while len(recent) > self.RECENT_PER_SEAT:
+                recent.popitem(last=False)
+        row = {"match_id": self.match_id, "seq": version, "seat": seat, "kind": kind,
+               "action": action, "client_seq": client_seq,
+               "deadlines": {str(k): v for k, v in new_deadlines.items()}, "created_at": now}
+        self.history.append((version, events))
+        prompts_wire = self.public_prompts()
+        status = self.status
+
+        def on_durable(exc: BaseException | None) -> None:
+            if exc is not None:
+                self._storage_failed(exc)
+                return
+            self.durable_version = version
+            if client_seq is not None:
+                reply = {"type": "ack", "seq": client_seq, "version": version}
+                cache = self._recent.get(seat)
+                if cache is not None and client_seq in cache:
+                    cache[client_seq] = reply
+                text = encode(reply)
+                if reply_to is not None:
+                    reply_to.push(text)
+                for waiter in self._waiters.pop((seat, client_seq), ()):
+                    if waiter is not reply_to:
+                        waiter.push(text)
+            self._broadcast(new_state, version, events, prompts_wire, status)
+            for phase_id, due in armed:
+                self._schedule(self.match_id, phase_id, due)
+            if status != "running" and version == self.version:
+                self._finish()
+
+        self.log_writer.submit(row, match_update, on_durable)
+
+    def _broadcast(self, state: Any, version: int, events: list[Event], prompts: list[dict[str, Any]],
+                   status: str) -> None:
+        if not self.peers:
+            return
+        spectator_text: str | None = None
+        for peer in list(self.peers):
+            viewer = peer.viewer
+            wire_events = self._wire_events(version, events, viewer)
+            if peer.sent_version < version - 1:
+                # this peer missed versions (it attached while they were committing): add them
+                missed = [e for ver, evs in self.history if peer.sent_version < ver < version
+                          for e in self._wire_events(ver, evs, viewer)]
+                wire_events = missed + wire_events
+            peer.sent_version = version
+            if viewer == SPECTATOR and not wire_events:
+                if spectator_text is None:
+                    spectator_text = encode(self._state_at(SPECTATOR, [], state, version, prompts, status))
+                peer.push(spectator_text)
+                continue
+            peer.push(encode(self._state_at(viewer, wire_events, state, version, prompts, status)))
+
+    def _state_at(self, viewer: int, events: list[dict[str, Any]], state: Any, version: int,
+                  prompts: list[dict[str, Any]], status: str) -> dict[str, Any]:
+        msg = self.state_message(viewer, events, state=state, version=version, prompts=prompts)
+        msg["status"] = status
+        return msg
+
+    def abort(self, reason: str, by: str | None) -> None:
+        """An admin ends the match: logged as an ``abort`` record; viewers get ``ended``."""
+        if self.status != "running":
+            raise IllegalAction("match_over", "the match is not running")
+        self.version += 1
+        version = self.version
+        now = self._now()
+        self.status = "aborted"
+        self.prompts = []
+        self.deadlines = {}
+        row = {"match_id": self.match_id, "seq": version, "seat": None, "kind": "abort",
+               "action": {"type": "abort", "reason": reason, "by": by}, "client_seq": None,
+               "deadlines": {}, "created_at": now}
+        update = {"id": self.match_id, "status": "aborted", "ended_at": now, "version": version,
+                  "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}}
+        self.outcome = Outcome(ranks={}, scores={}, reason=f"aborted: {reason}")
+
+        def on_durable(exc: BaseException | None) -> None:
+            if exc is not None:
+                self._storage_failed(exc)
+                return
+            self.durable_version = version
+            self._finish()
+
+        self.log_writer.submit(row, update, on_durable)
+
+    def _finish(self) -> None:
+        self.meta["status"] = self.status
+        text = encode(self.ended_message())
+        for peer in list(self.peers):
+            peer.push(text)
+        self._on_finished(self)
+
+    def _storage_failed(self, exc: BaseException) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        text = encode(error("storage_unavailable", "the match could not be saved; reconnect to resume"))
+        for peer in list(self.peers):
+            peer.push(text)
+            peer.close(1011, "storage unavailable")
+        self._on_finished(self)
