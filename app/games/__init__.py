@@ -24,5 +24,7 @@ def registry() -> dict[str, Game]:
             if exc.name and module.startswith(exc.name):
                 continue
             raise
-        games[game_id] = mod.GAME
+        game = getattr(mod, "GAME", None)
+        if game is not None:
+            games[game_id] = game
     return games
