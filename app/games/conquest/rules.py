@@ -1,0 +1,740 @@
+"""Hold'em Conquest rules: setup, prompts, apply, and the round and battle machinery.
+
+A round (conquest.md 2) is a chain of simultaneous phases, each resolved inside ``apply`` when the
+last required submission arrives (or at once when nobody has anything to decide):
+
+    ORDERS (2.1) -> DEFENCE (2.2) -> ASSIGN (2.3) -> [turn step] TURN (3.2) -> [river step]
+    RIVER (3.3) -> [final 3.6] -> end of round: victory (2.5), income (2.6) -> next round's ORDERS
+
+The places section 5 (specials) will hook into are kept as plain named steps: :func:`activation_cost`,
+:func:`defence_cost`, :func:`stage_cost`, :func:`fold_refund`, :func:`tie_refund`, :func:`land_income`
+and, for reveals, :func:`app.games.conquest.view.flop_visible`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from pydantic import BaseModel
+
+from app.games.base import (
+    CardTokens,
+    Event,
+    IllegalAction,
+    Outcome,
+    Prompt,
+    Rng,
+    action_type,
+)
+from app.games.conquest import poker
+from app.games.conquest.board import generate_board
+from app.games.conquest.state import (
+    ASSIGN,
+    DEFENCE,
+    FOLD_RIVER,
+    FOLD_TURN,
+    LIVE,
+    MAX_BATTLES,
+    NEUTRAL,
+    ORDERS,
+    OUT_RIVER,
+    OUT_TURN,
+    OVER,
+    RIVER,
+    STAGE_DONE,
+    STAGE_RIVER,
+    STAGE_TURN,
+    TURN,
+    Battle,
+    Dealt,
+    Options,
+    State,
+    Table,
+)
+
+#: The action type expected in each phase, and the prompt kind shown for it.
+ACTION_OF_PHASE = {ORDERS: "orders", DEFENCE: "defend", ASSIGN: "assign", TURN: "decide", RIVER: "decide"}
+KIND_OF_PHASE = {ORDERS: "orders", DEFENCE: "defence", ASSIGN: "assign", TURN: "decision", RIVER: "decision"}
+ACTION_TYPES = frozenset(ACTION_OF_PHASE.values())
+
+#: Largest list or object accepted in an action (more is ``malformed_action``).
+MAX_ITEMS = 64
+
+
+# --------------------------------------------------------------------------------------------
+# Costs, refunds and income: the hooks section 5 (specials) will extend.
+# --------------------------------------------------------------------------------------------
+
+def activation_cost(state: State, seat: int, land: int) -> int:
+    """Mana to activate ``land`` for an attack (conquest.md 2.1): 1."""
+    return 1
+
+
+def defence_cost(state: State, seat: int, land: int) -> int:
+    """Mana to defend ``land`` (conquest.md 2.2): 1."""
+    return 1
+
+
+def stage_cost(state: State, battle: Battle, seat: int, stage: str) -> int:
+    """Mana a participant pays to see ``stage`` (``"turn"``: 1, conquest.md 3.2; ``"river"``: 2, 3.3)."""
+    return 1 if stage == STAGE_TURN else 2
+
+
+def fold_refund(state: State, battle: Battle, seat: int, stage: str) -> int:
+    """Mana returned on a (non-technical) fold at ``stage``: 1 at the turn (3.2), 1 — the turn's —
+    at the river (3.3). A technical fold returns nothing."""
+    return 1
+
+
+def tie_refund(state: State, battle: Battle, seat: int) -> int:
+    """Mana returned to a finalist when the best hands tie fully: their whole stake (1.5, 3.6)."""
+    return battle.paid[seat]
+
+
+def land_income(state: State, seat: int, land: int) -> int:
+    """Mana a controlled land yields at the end of the round (conquest.md 2.6): 1."""
+    return 1
+
+
+# --------------------------------------------------------------------------------------------
+# Setup
+# --------------------------------------------------------------------------------------------
+
+def coerce_options(options: BaseModel | Mapping[str, Any] | None) -> Options:
+    """The lobby options as :class:`Options` (accepts an Options, another model, a dict or None)."""
+    if options is None:
+        return Options()
+    if isinstance(options, Options):
+        return options
+    if isinstance(options, BaseModel):
+        options = options.model_dump()
+    return Options.model_validate(dict(options))
+
+
+def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
+    """A new match at round 1's ORDERS phase (conquest.md 1.1–1.4). Raises ValueError for a seat
+    count outside 2–4 or an empty seed."""
+    if not isinstance(seats, int) or not 2 <= seats <= 4:
+        raise ValueError("conquest is for 2-4 seats")
+    opts = coerce_options(options)
+    st = State.__new__(State)
+    st.seats = seats
+    st.options = opts
+    st.rng = Rng(seed)
+    st.board = generate_board(seats, st.rng)
+    st.tokens = CardTokens(seed)
+    st.dealt = 0
+    st.round = 1
+    st.phase = ORDERS
+    st.phase_id = 0
+    st.owner = [NEUTRAL] * st.board.size
+    for seat, land in enumerate(st.board.starts):
+        st.owner[land] = seat
+    st.mana = [opts.starting_mana] * seats
+    st.out_round = [0] * seats
+    st.tables = [_fresh_table(st) for _ in range(st.board.size)]
+    st.required = frozenset()
+    st.submissions = {}
+    st.attacks = {}
+    st.defences = ()
+    st.passed = ()
+    st.battles = {}
+    st.pools = {}
+    st.pool_stack = {}
+    st.result = None
+    events: list[Event] = []
+    _start_round(st, events)
+    _run(st, events)
+    return st
+
+
+def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
+    """A table whose own 52-card deck is reshuffled, with a new face-down flop (1.3)."""
+    if stacked is None:
+        deck = list(range(52))
+        st.rng.shuffle(deck)
+    else:
+        deck = stacked
+    return Table(tuple(st.deal(card) for card in deck[:3]), tuple(deck[3:]))
+
+
+def stacked_position(
+    seats: int = 2,
+    *,
+    seed: bytes = b"conquest-position",
+    options: BaseModel | Mapping[str, Any] | None = None,
+    owner: Mapping[int, int] | None = None,
+    mana: Iterable[int] | None = None,
+    table_decks: Mapping[int, str | Iterable[str]] | None = None,
+    pools: Mapping[int, str | Iterable[str]] | None = None,
+) -> State:
+    """Test support: an exact position at round 1's ORDERS phase.
+
+    - ``owner``: land -> seat for every player-owned land (all others neutral); default: the map's
+      starting lands. Lands come from the map of ``seed`` (see ``state.board``).
+    - ``mana``: seat -> mana.
+    - ``table_decks``: land -> its deck top first, e.g. ``"3h4s5c 9d Kh"``: the first 3 cards are the
+      flop, the next are drawn in order (the neutral's hand, then turn, then river — skipping any card
+      in a participant's hand, 3.8); unnamed cards follow in ascending order.
+    - ``pools``: seat -> cards dealt first to its next pool (2.3), in order.
+    """
+    st = setup(seats, options, seed).clone()
+    if owner is not None:
+        st.owner = [NEUTRAL] * st.board.size
+        for land, seat in owner.items():
+            st.owner[land] = seat
+    if mana is not None:
+        st.mana = list(mana)
+    for land, names in (table_decks or {}).items():
+        cards = poker.parse_cards(names)
+        st.tables[land] = _fresh_table(st, cards + [c for c in range(52) if c not in cards])
+    for seat, names in (pools or {}).items():
+        st.pool_stack[seat] = tuple(poker.parse_cards(names))
+    _start_round(st, [])
+    _run(st, [])
+    return st
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts
+# --------------------------------------------------------------------------------------------
+
+def default_action(state: State, seat: int) -> dict[str, Any]:
+    """The action applied for ``seat`` at the deadline: no attacks (2.1), defend none (2.2), the
+    pool in dealt order over tables in ascending land id (2.3), stay everywhere (3.4)."""
+    phase = state.phase
+    if phase == ORDERS:
+        return {"type": "orders", "attack": []}
+    if phase == DEFENCE:
+        return {"type": "defend", "lands": []}
+    if phase == ASSIGN:
+        pool = state.pools[seat]
+        lands = seat_battle_lands(state, seat)
+        return {"type": "assign",
+                "hands": {str(land): [pool[2 * i][1], pool[2 * i + 1][1]] for i, land in enumerate(lands)}}
+    return {"type": "decide", "folds": []}
+
+
+def prompts(state: State) -> list[Prompt]:
+    """One prompt per seat in ``state.required`` (all of one simultaneous phase); [] once over."""
+    if state.phase == OVER:
+        return []
+    kind = KIND_OF_PHASE[state.phase]
+    opts = state.options
+    seconds = opts.decision_seconds if state.phase in (TURN, RIVER) else opts.phase_seconds
+    return [
+        Prompt(seat, kind, state.phase_id, float(seconds), default_action(state, seat), True,
+               seat in state.submissions)
+        for seat in sorted(state.required)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Queries used by validation, prompts and views
+# --------------------------------------------------------------------------------------------
+
+def attackable(state: State, seat: int) -> list[int]:
+    """Lands ``seat`` may activate: adjacent to a land it controls, not its own (2.1, 1.1).
+    Ownership is that of the round's start while ORDERS is open."""
+    owner = state.owner
+    neighbours = state.board.neighbours
+    found = set()
+    for land, who in enumerate(owner):
+        if who == seat:
+            for other in neighbours[land]:
+                if owner[other] != seat:
+                    found.add(other)
+    return sorted(found)
+
+
+def attacks_of(state: State, seat: int) -> int:
+    """How many lands ``seat`` activated this round."""
+    return sum(1 for seats in state.attacks.values() if seat in seats)
+
+
+def defendable(state: State, seat: int) -> list[int]:
+    """Lands of ``seat`` attacked this round (2.2)."""
+    return [land for land in state.attacks if state.owner[land] == seat]
+
+
+def seat_battle_lands(state: State, seat: int) -> list[int]:
+    """Lands (ascending) whose battle this round ``seat`` takes part in."""
+    return [land for land, b in sorted(state.battles.items()) if seat in b.paid]
+
+
+def decision_lands(state: State, seat: int) -> list[int]:
+    """Lands where ``seat`` is still in a battle waiting for its stay-or-fold decision (3.2–3.4)."""
+    stage = STAGE_TURN if state.phase == TURN else STAGE_RIVER
+    return [land for land, b in sorted(state.battles.items())
+            if b.stage == stage and b.status.get(seat) == LIVE]
+
+
+# --------------------------------------------------------------------------------------------
+# apply
+# --------------------------------------------------------------------------------------------
+
+def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
+    """Apply ``seat``'s ``action`` (shapes in docs/games/conquest.md). Stores the submission of the
+    current simultaneous phase (replacing an earlier one) and resolves the phase once every required
+    seat has submitted. Raises IllegalAction (the input state is never changed):
+    ``match_over``, ``malformed_action``, ``unknown_action``, ``fold_before_paid``, ``no_prompt``,
+    ``wrong_phase`` and the per-action codes of the validators."""
+    kind = action_type(action)
+    if state.phase == OVER:
+        raise IllegalAction("match_over", "the match is over")
+    if kind not in ACTION_TYPES:
+        raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
+    if kind == "decide" and state.phase not in (TURN, RIVER):
+        raise IllegalAction("fold_before_paid", "a fold is possible only once a stage is paid and its card is open (3.4)")
+    if type(seat) is not int or seat not in state.required:
+        raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
+    if kind != ACTION_OF_PHASE[state.phase]:
+        raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
+    submission = _VALIDATORS[kind](state, seat, action)
+    st = state.clone()
+    st.submissions[seat] = submission
+    events = [Event("submitted", {"seat": seat, "phase_id": st.phase_id, "kind": KIND_OF_PHASE[st.phase]})]
+    _run(st, events)
+    return st, events
+
+
+def _land_list(value: Any, state: State, field: str) -> tuple[int, ...]:
+    """A list of distinct land ids, ascending; IllegalAction otherwise."""
+    if not isinstance(value, list) or len(value) > MAX_ITEMS:
+        raise IllegalAction("malformed_action", f"'{field}' must be a list of land ids")
+    for land in value:
+        if type(land) is not int:
+            raise IllegalAction("malformed_action", f"'{field}' must hold integer land ids")
+        if not 0 <= land < state.board.size:
+            raise IllegalAction("unknown_land", f"there is no land {land}")
+    if len(set(value)) != len(value):
+        raise IllegalAction("duplicate_land", f"a land appears twice in '{field}'")
+    return tuple(sorted(value))
+
+
+def _validate_orders(state: State, seat: int, action: Mapping[str, Any]) -> tuple[int, ...]:
+    """{"type": "orders", "attack": [land, ...]} (conquest.md 2.1). Codes: ``own_land``,
+    ``not_adjacent``, ``too_many_battles``, ``not_enough_mana``."""
+    lands = _land_list(action.get("attack"), state, "attack")
+    allowed = set(attackable(state, seat))
+    for land in lands:
+        if state.owner[land] == seat:
+            raise IllegalAction("own_land", f"land {land} is already yours")
+        if land not in allowed:
+            raise IllegalAction("not_adjacent", f"land {land} is not adjacent to a land you control")
+    if len(lands) > MAX_BATTLES:
+        raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
+    if sum(activation_cost(state, seat, land) for land in lands) > state.mana[seat]:
+        raise IllegalAction("not_enough_mana", "not enough mana for these activations")
+    return lands
+
+
+def _validate_defend(state: State, seat: int, action: Mapping[str, Any]) -> tuple[int, ...]:
+    """{"type": "defend", "lands": [land, ...]} (conquest.md 2.2). Codes: ``not_your_land``,
+    ``not_attacked``, ``too_many_battles``, ``not_enough_mana``."""
+    lands = _land_list(action.get("lands"), state, "lands")
+    for land in lands:
+        if state.owner[land] != seat:
+            raise IllegalAction("not_your_land", f"land {land} is not yours")
+        if land not in state.attacks:
+            raise IllegalAction("not_attacked", f"land {land} is not attacked")
+    if len(lands) + attacks_of(state, seat) > MAX_BATTLES:
+        raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
+    if sum(defence_cost(state, seat, land) for land in lands) > state.mana[seat]:
+        raise IllegalAction("not_enough_mana", "not enough mana for these defences")
+    return lands
+
+
+def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tuple[tuple[int, tuple[Dealt, ...]], ...]:
+    """{"type": "assign", "hands": {"<land>": [token, token], ...}} (conquest.md 2.3): exactly 2
+    pool cards on each of the seat's battle tables, every pool card used once. Codes:
+    ``unknown_land``, ``not_in_battle``, ``missing_hand``, ``bad_hand``, ``card_not_in_pool``,
+    ``card_reused``."""
+    hands = action.get("hands")
+    if not isinstance(hands, Mapping) or len(hands) > MAX_ITEMS:
+        raise IllegalAction("malformed_action", "'hands' must be an object of land id -> 2 card ids")
+    lands = seat_battle_lands(state, seat)
+    pool = {dealt[1]: dealt for dealt in state.pools[seat]}
+    chosen: dict[int, tuple[Dealt, ...]] = {}
+    used: set[str] = set()
+    for key, cards in hands.items():
+        if type(key) is int:
+            land = key
+        elif isinstance(key, str) and key.isdigit() and len(key) <= 4:
+            land = int(key)
+        else:
+            raise IllegalAction("malformed_action", "'hands' keys must be land ids")
+        if not 0 <= land < state.board.size:
+            raise IllegalAction("unknown_land", f"there is no land {land}")
+        if land not in lands:
+            raise IllegalAction("not_in_battle", f"you have no battle on land {land}")
+        if land in chosen:
+            raise IllegalAction("duplicate_land", f"land {land} appears twice")
+        if not isinstance(cards, list) or len(cards) != 2 or not all(isinstance(c, str) for c in cards):
+            raise IllegalAction("bad_hand", "a hand is a list of exactly 2 card ids")
+        for token in cards:
+            if token not in pool:
+                raise IllegalAction("card_not_in_pool", "that card is not in your pool")
+            if token in used:
+                raise IllegalAction("card_reused", "a pool card can go to one hand only")
+            used.add(token)
+        chosen[land] = (pool[cards[0]], pool[cards[1]])
+    for land in lands:
+        if land not in chosen:
+            raise IllegalAction("missing_hand", f"no hand for land {land}: no card may stay in the pool")
+    return tuple(sorted(chosen.items()))
+
+
+def _validate_decide(state: State, seat: int, action: Mapping[str, Any]) -> tuple[int, ...]:
+    """{"type": "decide", "folds": [land, ...]}: fold on those tables, stay on the others (3.2–3.4).
+    Code: ``not_in_battle`` for a land where the seat has no live hand at this stage."""
+    lands = _land_list(action.get("folds"), state, "folds")
+    live = decision_lands(state, seat)
+    for land in lands:
+        if land not in live:
+            raise IllegalAction("not_in_battle", f"you have no live hand to fold on land {land}")
+    return lands
+
+
+_VALIDATORS = {
+    "orders": _validate_orders,
+    "defend": _validate_defend,
+    "assign": _validate_assign,
+    "decide": _validate_decide,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Phase machinery
+# --------------------------------------------------------------------------------------------
+
+def _enter(st: State, phase: str, required: Iterable[int]) -> None:
+    st.phase = phase
+    st.phase_id += 1
+    st.submissions = {}
+    st.required = frozenset(required)
+
+
+def _run(st: State, events: list[Event]) -> None:
+    """Resolve phases whose every required submission is in, until one waits or the match ends."""
+    while st.phase != OVER and len(st.submissions) >= len(st.required):
+        _RESOLVERS[st.phase](st, events)
+
+
+def _start_round(st: State, events: list[Event]) -> None:
+    """Open round ``st.round``'s ORDERS phase (2.1): prompts for living seats with mana and a target."""
+    st.attacks = {}
+    st.defences = ()
+    st.passed = ()
+    events.append(Event("round_started", {"round": st.round}))
+    required = [seat for seat in range(st.seats)
+                if st.out_round[seat] == 0 and st.mana[seat] > 0 and attackable(st, seat)]
+    _enter(st, ORDERS, required)
+
+
+def _resolve_orders(st: State, events: list[Event]) -> None:
+    """Pay the activations, reveal them to all (2.1, 2.2) and open DEFENCE."""
+    attacks: dict[int, list[int]] = {}
+    for seat in sorted(st.submissions):
+        for land in st.submissions[seat]:
+            st.mana[seat] -= activation_cost(st, seat, land)
+            attacks.setdefault(land, []).append(seat)
+    st.attacks = {land: tuple(attacks[land]) for land in sorted(attacks)}
+    events.append(Event("activations", {
+        "attacks": [{"land": land, "attackers": list(seats)} for land, seats in st.attacks.items()],
+        "mana": list(st.mana),
+    }))
+    required = [seat for seat in range(st.seats)
+                if st.mana[seat] > 0 and defendable(st, seat) and attacks_of(st, seat) < MAX_BATTLES]
+    _enter(st, DEFENCE, required)
+
+
+def _resolve_defence(st: State, events: list[Event]) -> None:
+    """Pay the defences, pass undefended tables with one attacker (2.2), create the battles, deal
+    the pools (2.3) and open ASSIGN."""
+    defended = set()
+    for seat in sorted(st.submissions):
+        for land in st.submissions[seat]:
+            st.mana[seat] -= defence_cost(st, seat, land)
+            defended.add(land)
+    st.defences = tuple(sorted(defended))
+    events.append(Event("defences", {"lands": list(st.defences), "mana": list(st.mana)}))
+    battles: dict[int, Battle] = {}
+    passed = []
+    for land, attackers in st.attacks.items():
+        holder = st.owner[land]
+        defender = holder if land in defended else None
+        if holder != NEUTRAL and defender is None and len(attackers) == 1:
+            st.owner[land] = attackers[0]
+            passed.append((land, holder, attackers[0]))
+            events.append(Event("table_passed", {"land": land, "from": holder, "to": attackers[0]}))
+            continue
+        table = st.tables[land]
+        battles[land] = Battle(land, holder, attackers, defender, table.flop, table.deck)
+    st.passed = tuple(passed)
+    st.battles = battles
+    required = []
+    for seat in range(st.seats):
+        lands = seat_battle_lands(st, seat)
+        if not lands:
+            continue
+        pool = _deal_pool(st, seat, lands)
+        events.append(Event("pool_dealt", {"seat": seat, "lands": lands, "cards": [_card(d) for d in pool]},
+                            frozenset((seat,))))
+        if len(lands) == 1:  # one table: nothing to decide
+            battle = battles[lands[0]] = battles[lands[0]].copy()
+            battle.hands[seat] = pool
+        else:
+            st.pools[seat] = pool
+            required.append(seat)
+    _enter(st, ASSIGN, required)
+
+
+def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
+    """2 cards per battle table from the seat's own deck for this round, which leaves out the flops
+    of those tables (2.3)."""
+    excluded = {dealt[0] for land in lands for dealt in st.battles[land].flop}
+    stacked = [c for c in st.pool_stack.pop(seat, ()) if c not in excluded]
+    excluded.update(stacked)
+    rest = [c for c in range(52) if c not in excluded]
+    need = 2 * len(lands) - len(stacked)
+    rng = st.rng
+    for i in range(max(need, 0)):  # partial Fisher–Yates: only the cards dealt are drawn
+        j = i + rng.randbelow(len(rest) - i)
+        rest[i], rest[j] = rest[j], rest[i]
+    cards = (stacked + rest)[: 2 * len(lands)]
+    return tuple(st.deal(card) for card in cards)
+
+
+def _resolve_assign(st: State, events: list[Event]) -> None:
+    """Set the submitted hands, start every battle (flop revealed 3.1, the neutral's hand dealt) and
+    run the turn step."""
+    for seat in sorted(st.submissions):
+        hands = st.submissions[seat]
+        for land, hand in hands:
+            battle = st.battles[land] = st.battles[land].copy()
+            battle.hands[seat] = hand
+        events.append(Event("hands_set", {"seat": seat, "hands": [
+            {"land": land, "cards": [_card(d) for d in hand]} for land, hand in hands]}, frozenset((seat,))))
+    st.pools = {}
+    if not st.battles:
+        _end_round(st, events)
+        return
+    for land in sorted(st.battles):
+        battle = st.battles[land] = st.battles[land].copy()
+        if battle.holder == NEUTRAL:
+            battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2))
+        events.append(Event("battle_started", {
+            "land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
+            "defender": battle.defender, "flop": [_card(d) for d in battle.flop],
+        }))
+    _stage_step(st, events, STAGE_TURN)
+
+
+def _draw_from_table(st: State, battle: Battle, count: int) -> list[Dealt]:
+    """Draw from the table's deck, leaving out every participant's hand (3.8; the flop is already
+    out of the deck). ``battle`` must be a copy owned by ``st``."""
+    in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
+    deck = list(battle.deck)
+    drawn = []
+    i = 0
+    while len(drawn) < count:
+        if deck[i] in in_hands:
+            i += 1
+            continue
+        drawn.append(st.deal(deck.pop(i)))
+    battle.deck = tuple(deck)
+    return drawn
+
+
+def _stage_step(st: State, events: list[Event], stage: str) -> None:
+    """Payments for ``stage`` on every open battle, table by table in ascending land id, seats
+    ascending (technical fold for one who cannot pay, 3.2/3.3); tables left with one or no
+    participant are settled (3.5); the others open their card and a decision phase begins."""
+    open_battles = [land for land in sorted(st.battles) if st.battles[land].stage != STAGE_DONE]
+    out_status = OUT_TURN if stage == STAGE_TURN else OUT_RIVER
+    for land in open_battles:
+        battle = st.battles[land] = st.battles[land].copy()
+        paid, out = [], []
+        for seat in battle.live():
+            if seat == NEUTRAL:
+                continue
+            cost = stage_cost(st, battle, seat, stage)
+            if st.mana[seat] >= cost:
+                st.mana[seat] -= cost
+                battle.paid[seat] += cost
+                paid.append(seat)
+            else:
+                battle.status[seat] = out_status
+                out.append(seat)
+        events.append(Event("stage_paid", {"land": land, "stage": stage, "paid": paid, "technical_folds": out,
+                                           "mana": list(st.mana)}))
+    required = set()
+    for land in open_battles:
+        battle = st.battles[land]
+        live = battle.live()
+        if len(live) <= 1:
+            _settle(st, battle, live, events)
+            continue
+        card = _draw_from_table(st, battle, 1)[0]
+        if stage == STAGE_TURN:
+            battle.turn = card
+        else:
+            battle.river = card
+        battle.stage = stage
+        events.append(Event("card_opened", {"land": land, "stage": stage, "card": _card(card)}))
+        required.update(seat for seat in live if seat != NEUTRAL)
+    _enter(st, TURN if stage == STAGE_TURN else RIVER, required)
+
+
+def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
+    """Folds of the decision phase with their refunds (3.2, 3.3), then settle tables left with one
+    or no participant (3.5). Returns the lands still contested."""
+    status = FOLD_TURN if stage == STAGE_TURN else FOLD_RIVER
+    for seat in sorted(st.submissions):
+        for land in st.submissions[seat]:
+            battle = st.battles[land] = st.battles[land].copy()
+            battle.status[seat] = status
+            refund = fold_refund(st, battle, seat, stage)
+            st.mana[seat] += refund
+            battle.refunded[seat] += refund
+            events.append(Event("folded", {"land": land, "seat": seat, "stage": stage, "refund": refund}))
+    contested = []
+    for land in sorted(st.battles):
+        battle = st.battles[land]
+        if battle.stage != stage:
+            continue
+        live = battle.live()
+        if len(live) <= 1:
+            battle = st.battles[land] = battle.copy()
+            _settle(st, battle, live, events)
+        else:
+            contested.append(land)
+    return contested
+
+
+def _resolve_turn(st: State, events: list[Event]) -> None:
+    _apply_folds(st, events, STAGE_TURN)
+    _stage_step(st, events, STAGE_RIVER)
+
+
+def _resolve_river(st: State, events: list[Event]) -> None:
+    for land in _apply_folds(st, events, STAGE_RIVER):
+        battle = st.battles[land] = st.battles[land].copy()
+        _final(st, battle, events)
+    _end_round(st, events)
+
+
+def _final(st: State, battle: Battle, events: list[Event]) -> None:
+    """Best five of seven; the best hand wins; a full tie refunds every finalist's stake and the
+    table stays with its holder (3.6). The finalists' hands are shown to all (4.1)."""
+    board = [battle.flop[0][0], battle.flop[1][0], battle.flop[2][0], battle.turn[0], battle.river[0]]
+    live = battle.live()
+    ranks = {seat: poker.rank7([battle.hands[seat][0][0], battle.hands[seat][1][0], *board]) for seat in live}
+    best = min(ranks.values())
+    winners = [seat for seat in live if ranks[seat] == best]
+    battle.finalists = tuple(live)
+    battle.ranks = ranks
+    events.append(Event("showdown", {"land": battle.land, "hands": [
+        {"seat": _who(seat), "cards": [_card(d) for d in battle.hands[seat]], "category": poker.category(ranks[seat])}
+        for seat in live]}))
+    if len(winners) == 1:
+        _finish_battle(st, battle, winners[0], "final", events)
+        return
+    for seat in live:
+        if seat != NEUTRAL:
+            refund = tie_refund(st, battle, seat)
+            st.mana[seat] += refund
+            battle.refunded[seat] += refund
+    _finish_battle(st, battle, battle.holder, "tie", events)
+
+
+def _settle(st: State, battle: Battle, live: list[int], events: list[Event]) -> None:
+    """One participant left: the table is theirs; none left: it stays with its holder (3.5)."""
+    if live:
+        _finish_battle(st, battle, live[0], "last_standing", events)
+    else:
+        _finish_battle(st, battle, battle.holder, "none_left", events)
+
+
+def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: list[Event]) -> None:
+    """Close a battle: the land goes to ``winner`` and the table gets a fresh flop (1.3)."""
+    battle.stage = STAGE_DONE
+    battle.winner = winner
+    battle.result = result
+    st.owner[battle.land] = winner
+    st.tables[battle.land] = _fresh_table(st)
+    events.append(Event("battle_won", {"land": battle.land, "winner": _who(winner), "result": result,
+                                       "refunded": {str(s): r for s, r in battle.refunded.items()},
+                                       "mana": list(st.mana)}))
+
+
+def _end_round(st: State, events: list[Event]) -> None:
+    """Eliminations, victory (2.5), income (2.6), then the next round or the end of the match."""
+    counts = [0] * st.seats
+    for owner in st.owner:
+        if owner != NEUTRAL:
+            counts[owner] += 1
+    for seat in range(st.seats):
+        if st.out_round[seat] == 0 and counts[seat] == 0:
+            st.out_round[seat] = st.round
+            events.append(Event("eliminated", {"seat": seat}))
+    alive = [seat for seat in range(st.seats) if st.out_round[seat] == 0]
+    if any(counts[seat] >= st.options.tables_to_win for seat in alive):
+        _finish_match(st, counts, "tables_to_win", events)
+        return
+    if len(alive) <= 1:
+        _finish_match(st, counts, "last_standing", events)
+        return
+    for land, owner in enumerate(st.owner):
+        if owner != NEUTRAL:
+            st.mana[owner] += land_income(st, owner, land)
+    events.append(Event("income", {"mana": list(st.mana), "tables": counts}))
+    if st.round >= st.options.max_rounds:
+        _finish_match(st, counts, "max_rounds", events)
+        return
+    st.round += 1
+    _start_round(st, events)
+
+
+def _finish_match(st: State, counts: list[int], reason: str, events: list[Event]) -> None:
+    """Ranks: most tables, then the later elimination, then most mana; equal keys draw (2.5)."""
+    keys = [(counts[s], st.out_round[s] or 1 << 30, st.mana[s]) for s in range(st.seats)]
+    ranks = {s: 1 + sum(1 for other in keys if other > keys[s]) for s in range(st.seats)}
+    scores = {s: float(counts[s]) for s in range(st.seats)}
+    st.result = (ranks, scores, reason)
+    st.phase = OVER
+    st.phase_id += 1
+    st.submissions = {}
+    st.required = frozenset()
+    events.append(Event("match_over", {"ranks": {str(s): r for s, r in ranks.items()},
+                                       "scores": {str(s): v for s, v in scores.items()}, "reason": reason}))
+
+
+_RESOLVERS = {
+    ORDERS: _resolve_orders,
+    DEFENCE: _resolve_defence,
+    ASSIGN: _resolve_assign,
+    TURN: _resolve_turn,
+    RIVER: _resolve_river,
+}
+
+
+def outcome(state: State) -> Outcome | None:
+    """The match result once over (2.5), else None."""
+    if state.result is None:
+        return None
+    ranks, scores, reason = state.result
+    return Outcome(dict(ranks), dict(scores), reason)
+
+
+# --------------------------------------------------------------------------------------------
+# Small wire helpers for events
+# --------------------------------------------------------------------------------------------
+
+def _card(dealt: Dealt) -> dict[str, str]:
+    return {"id": dealt[1], "card": poker.card_name(dealt[0])}
+
+
+def _who(seat: int) -> int | str:
+    """A seat, or ``"neutral"``."""
+    return "neutral" if seat == NEUTRAL else seat

@@ -1,0 +1,237 @@
+"""Hold'em Conquest match state: plain slots classes of ints, tuples and small dicts.
+
+Copy-on-write discipline: a :class:`State` handed to a caller is never changed again. ``apply``
+works on ``state.clone()`` (a shallow copy whose mutable containers are copied), and a
+:class:`Battle` is copied with :meth:`Battle.copy` before any change. :class:`Table` and
+:class:`~app.games.conquest.board.Board` are immutable.
+
+A *dealt card* is the pair ``(card, token)``: ``card`` is an int 0..51 (``rank * 4 + suit``, the
+encoding of :mod:`app.games.conquest.poker`) and ``token`` the opaque wire id issued when it was
+dealt (conquest.md 4.4).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.games.base import CardTokens, Rng
+from app.games.conquest.board import Board
+
+#: The owner of a neutral land, and the neutral's "seat" among a battle's participants.
+NEUTRAL = -1
+
+# Phases (``State.phase``). ORDERS, DEFENCE and ASSIGN are section 2's simultaneous phases;
+# TURN and RIVER are the decision phases that follow the turn and river cards (3.2–3.4).
+ORDERS = "orders"
+DEFENCE = "defence"
+ASSIGN = "assign"
+TURN = "turn"
+RIVER = "river"
+OVER = "over"
+
+# A participant's status in a battle (``Battle.status``).
+LIVE = "live"
+FOLD_TURN = "folded_turn"  # folded at the turn decision: 1 mana back (3.2)
+FOLD_RIVER = "folded_river"  # folded at the river decision: 1 mana back (3.3)
+OUT_TURN = "out_turn"  # technical fold: could not pay the turn (3.2)
+OUT_RIVER = "out_river"  # technical fold: could not pay the river (3.3)
+
+# Battle stages (``Battle.stage``).
+STAGE_ASSIGN = "assign"  # hands being assigned; the battle has not started
+STAGE_TURN = "turn"  # turn paid and open, decision pending
+STAGE_RIVER = "river"  # river paid and open, decision pending
+STAGE_DONE = "done"  # settled (``Battle.winner``, ``Battle.result``)
+
+#: House cap on battles a seat takes part in per round (conquest.md 2.1).
+MAX_BATTLES = 10
+
+Dealt = tuple[int, str]
+
+
+class Options(BaseModel):
+    """Lobby options of a Hold'em Conquest match (conquest.md 1.4, 2, 2.5, 3.4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    starting_mana: int = Field(10, ge=0, le=1000, description="mana each seat starts with (1.4)")
+    tables_to_win: int = Field(10, ge=2, le=23, description="tables a seat must control to win (2.5)")
+    max_rounds: int = Field(60, ge=1, le=1000, description="rounds before the match is decided on tables, then mana (2.5)")
+    phase_seconds: int = Field(60, ge=5, le=3600, description="deadline of the orders, defence and assign phases (2)")
+    decision_seconds: int = Field(20, ge=5, le=3600, description="deadline of a stay-or-fold decision (3.4)")
+
+
+class Table:
+    """The table on one land (conquest.md 1.3): its face-down ``flop`` (3 dealt cards) and the rest
+    of its own 52-card ``deck`` in draw order (cards 0..51, top first). Immutable."""
+
+    __slots__ = ("flop", "deck")
+
+    def __init__(self, flop: tuple[Dealt, ...], deck: tuple[int, ...]) -> None:
+        self.flop = flop
+        self.deck = deck
+
+
+class Battle:
+    """A battle on one land in the current (or, once settled, the last) round (conquest.md 3).
+
+    - ``land``: the land id; ``holder``: its owner before the attack (a seat or NEUTRAL).
+    - ``attackers``: seats ascending; ``defender``: the seat that defends, else None.
+    - ``seats``: participants in payment order (player seats ascending, then NEUTRAL if the land is
+      neutral).
+    - ``hands``: participant -> its 2 dealt cards (the neutral's are dealt when the battle starts).
+    - ``status``: participant -> LIVE / FOLD_* / OUT_*; ``paid``: seat -> stake paid (turn + river,
+      conquest.md 1.5); ``refunded``: seat -> mana given back.
+    - ``flop``/``turn``/``river``: dealt cards (turn/river None until open); ``deck``: the table's
+      remaining deck at this point.
+    - ``stage``: STAGE_*; ``winner``: the seat (or NEUTRAL) holding the land after the battle;
+      ``result``: how it was settled ("final", "tie", "last_standing", "none_left").
+    - ``finalists``: participants whose hands reached the final (shown to all, 4.1);
+      ``ranks``: finalist -> evaluator rank (lower is stronger).
+    """
+
+    __slots__ = (
+        "land", "holder", "attackers", "defender", "seats", "hands", "status", "paid", "refunded",
+        "flop", "turn", "river", "deck", "stage", "winner", "result", "finalists", "ranks",
+    )
+
+    def __init__(self, land: int, holder: int, attackers: tuple[int, ...], defender: int | None,
+                 flop: tuple[Dealt, ...], deck: tuple[int, ...]) -> None:
+        self.land = land
+        self.holder = holder
+        self.attackers = attackers
+        self.defender = defender
+        players = sorted(attackers + ((defender,) if defender is not None else ()))
+        self.seats: tuple[int, ...] = tuple(players) + ((NEUTRAL,) if holder == NEUTRAL else ())
+        self.hands: dict[int, tuple[Dealt, ...]] = {}
+        self.status: dict[int, str] = {s: LIVE for s in self.seats}
+        self.paid: dict[int, int] = {s: 0 for s in players}
+        self.refunded: dict[int, int] = {s: 0 for s in players}
+        self.flop = flop
+        self.turn: Dealt | None = None
+        self.river: Dealt | None = None
+        self.deck = deck
+        self.stage = STAGE_ASSIGN
+        self.winner: int | None = None
+        self.result: str | None = None
+        self.finalists: tuple[int, ...] = ()
+        self.ranks: dict[int, int] = {}
+
+    def copy(self) -> "Battle":
+        new = Battle.__new__(Battle)
+        new.land = self.land
+        new.holder = self.holder
+        new.attackers = self.attackers
+        new.defender = self.defender
+        new.seats = self.seats
+        new.hands = dict(self.hands)
+        new.status = dict(self.status)
+        new.paid = dict(self.paid)
+        new.refunded = dict(self.refunded)
+        new.flop = self.flop
+        new.turn = self.turn
+        new.river = self.river
+        new.deck = self.deck
+        new.stage = self.stage
+        new.winner = self.winner
+        new.result = self.result
+        new.finalists = self.finalists
+        new.ranks = self.ranks
+        return new
+
+    def live(self) -> list[int]:
+        """Participants still in (LIVE), in payment order."""
+        return [s for s in self.seats if self.status[s] == LIVE]
+
+
+class State:
+    """A whole match. Fields:
+
+    - ``seats``, ``options`` (:class:`Options`), ``board`` (:class:`Board`, shared, immutable),
+      ``tokens`` (:class:`CardTokens`, shared), ``rng`` (:class:`Rng`), ``dealt``: how many card
+      tokens have been issued (the next token is ``tokens.token(dealt)``).
+    - ``round`` (1-based), ``phase`` (ORDERS…OVER), ``phase_id``.
+    - ``owner``: land -> seat or NEUTRAL; ``mana``: seat -> mana; ``out_round``: seat -> the round
+      it was eliminated in, else 0.
+    - ``tables``: land -> :class:`Table`.
+    - ``required``: seats that must submit in the current phase; ``submissions``: seat -> its
+      normalised submission (replaceable until the phase ends).
+    - ``attacks``: land -> attacking seats this round (after ORDERS); ``defences``: lands defended
+      this round (after DEFENCE); ``passed``: ``(land, from, to)`` of undefended tables that changed
+      hands without a battle (2.2).
+    - ``battles``: land -> :class:`Battle` of this round (kept, settled, until the next round's
+      battles are created, so its folded hands stay accounted for as hidden).
+    - ``pools``: seat -> dealt cards during ASSIGN (2.3).
+    - ``pool_stack``: test support only (see ``rules.stacked_position``): seat -> cards put on top of
+      that seat's next pool deck.
+    - ``result``: ``(ranks, scores, reason)`` once the match is over.
+    """
+
+    __slots__ = (
+        "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
+        "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
+        "passed", "battles", "pools", "pool_stack", "result",
+    )
+
+    seats: int
+    options: Options
+    board: Board
+    tokens: CardTokens
+    rng: Rng
+    dealt: int
+    round: int
+    phase: str
+    phase_id: int
+    owner: list[int]
+    mana: list[int]
+    out_round: list[int]
+    tables: list[Table]
+    required: frozenset[int]
+    submissions: dict[int, Any]
+    attacks: dict[int, tuple[int, ...]]
+    defences: tuple[int, ...]
+    passed: tuple[tuple[int, int, int], ...]
+    battles: dict[int, Battle]
+    pools: dict[int, tuple[Dealt, ...]]
+    pool_stack: dict[int, tuple[int, ...]]
+    result: tuple[dict[int, int], dict[int, float], str] | None
+
+    def clone(self) -> "State":
+        """A copy safe to change: containers are copied, battles and tables are shared (copy a
+        Battle before changing it), the rng is cloned."""
+        new = State.__new__(State)
+        new.seats = self.seats
+        new.options = self.options
+        new.board = self.board
+        new.tokens = self.tokens
+        new.rng = self.rng.clone()
+        new.dealt = self.dealt
+        new.round = self.round
+        new.phase = self.phase
+        new.phase_id = self.phase_id
+        new.owner = list(self.owner)
+        new.mana = list(self.mana)
+        new.out_round = list(self.out_round)
+        new.tables = list(self.tables)
+        new.required = self.required
+        new.submissions = dict(self.submissions)
+        new.attacks = dict(self.attacks)
+        new.defences = self.defences
+        new.passed = self.passed
+        new.battles = dict(self.battles)
+        new.pools = dict(self.pools)
+        new.pool_stack = dict(self.pool_stack)
+        new.result = self.result
+        return new
+
+    def deal(self, card: int) -> Dealt:
+        """Issue a fresh wire token for ``card`` (conquest.md 4.4); mutates this (cloned) state."""
+        token = self.tokens.token(self.dealt)
+        self.dealt += 1
+        return (card, token)
+
+    def alive(self, seat: int) -> bool:
+        return self.out_round[seat] == 0
+
+    def lands_of(self, seat: int) -> list[int]:
+        return [land for land, owner in enumerate(self.owner) if owner == seat]
