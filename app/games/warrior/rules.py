@@ -1,0 +1,993 @@
+"""Warrior rules: setup, the flow of rounds and attacks, action validation and ``apply``.
+
+The flow is a small state machine. Automatic steps (``_STEPS``, keyed by name) run inside ``apply``
+until the match reaches a decision point, which opens a phase (``state.phase``) with the seats whose
+answer it needs (``state.waiting``). Every phase change increments ``state.phase_id``.
+
+Clause references are to ``shared/rules/warrior.md``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from app.games.base import CardTokens, Event, IllegalAction, Outcome, Rng, action_type, require
+from app.games.warrior.cards import (
+    ATTACK,
+    CREATURE,
+    INITIAL_HAND,
+    ROUND_DEAL,
+    ROUND_KEEP,
+    ROUNDS,
+    SIEGE_ENGINE,
+    SIEGE_HIT,
+    VICTORY_CARD_POINTS,
+    WIZARD,
+    CardSet,
+)
+from app.games.warrior.dice import Force, dice_counts, exchange, roll
+from app.games.warrior.state import (
+    CONTINUE,
+    KEEP,
+    LOSE,
+    OVER,
+    PLACE_WIZARDS,
+    REATTACK,
+    SIEGE,
+    TARGET,
+    Attack,
+    KeepChoice,
+    SiegeShot,
+    Timing,
+    WarriorState,
+)
+
+#: Longest list accepted in any action (far above any legal list; guards against huge inputs).
+MAX_LIST = 32
+
+Events = list[Event]
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------------------------
+def face(s: WarriorState, card: int) -> dict[str, Any]:
+    """The public face of ``card`` with its current token, for events and views."""
+    return {"id": s.tokens[card], **s.card_set.faces[card]}
+
+
+def _other_seats(s: WarriorState, seat: int) -> list[int]:
+    """Other seats, clockwise from ``seat``."""
+    return [(seat + i) % s.seats for i in range(1, s.seats)]
+
+
+def _nation_sizes(s: WarriorState, seat: int, extra: tuple[int, ...] = ()) -> dict[int, int]:
+    """Race -> creature count of the seat's nations, with ``extra`` creature cards added."""
+    cards = s.card_set.cards
+    sizes: dict[int, int] = {}
+    for c in (*s.creatures[seat], *extra):
+        r = cards[c].race
+        sizes[r] = sizes.get(r, 0) + 1
+    return sizes
+
+
+def _largest(sizes: Mapping[int, int], allowed) -> int | None:
+    """The largest nation among ``allowed`` races (ties: race-table order), or None."""
+    best = None
+    for r in sorted(allowed):
+        if best is None or sizes[r] > sizes[best]:
+            best = r
+    return best
+
+
+def _race_arg(s: WarriorState, value: Any) -> int:
+    require(isinstance(value, str) and value in s.card_set.race_index, "unknown_race", f"unknown race {value!r}")
+    return s.card_set.race_index[value]
+
+
+def _token_list(value: Any, field: str) -> list[str]:
+    require(isinstance(value, list), "malformed_action", f"'{field}' must be a list of card ids")
+    require(len(value) <= MAX_LIST, "malformed_action", f"'{field}' is too long")
+    require(all(isinstance(t, str) for t in value), "malformed_action", f"'{field}' must hold card ids (strings)")
+    require(len(set(value)) == len(value), "duplicate_card", f"'{field}' names a card twice")
+    return value
+
+
+def _cards_from(s: WarriorState, tokens: list[str], allowed: list[int], code: str = "unknown_card") -> list[int]:
+    """Map tokens to cards among ``allowed``; IllegalAction ``code`` for any other token."""
+    by_token = {s.tokens[c]: c for c in allowed}
+    out = []
+    for t in tokens:
+        require(t in by_token, code, f"card {t!r} cannot be used here")
+        out.append(by_token[t])
+    return out
+
+
+def _mapping(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    require(isinstance(value, Mapping), "malformed_action", f"'{field}' must be an object of card id -> nation")
+    require(len(value) <= MAX_LIST, "malformed_action", f"'{field}' is too long")
+    require(all(isinstance(k, str) for k in value), "malformed_action", f"'{field}' keys must be card ids")
+    return dict(value)
+
+
+def _open(s: WarriorState, phase: str, waiting: tuple[int, ...]) -> None:
+    """Start a new decision point."""
+    s.phase = phase
+    s.phase_id += 1
+    s.waiting = waiting
+    s.choices = [None] * s.seats
+
+
+def _draw(s: WarriorState, ev: Events) -> int | None:
+    """Top card of the pile, refilled from the face-up discards when empty (3.1 house); None if both empty.
+    The card gets a fresh token."""
+    if not s.pile:
+        if not s.discards:
+            return None
+        _reshuffle_discards(s, ev)
+    card = s.pile.pop()
+    s.issue_token(card)
+    return card
+
+
+def _reshuffle_discards(s: WarriorState, ev: Events) -> None:
+    for c in s.discards:
+        s.tokens[c] = None
+    s.pile.extend(s.discards)
+    ev.append(Event("discards_shuffled", {"cards": len(s.discards), "pile": len(s.pile)}))
+    s.discards = []
+    s.rng.shuffle(s.pile)
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup (2.1-2.3)
+# ---------------------------------------------------------------------------------------------
+def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> WarriorState:
+    """Shuffle, deal 11 each, replace attack cards (2.1), lay out nations (2.2), then open the wizard
+    placement phase (2.3) or, with no wizard to place, round 1's keep phase."""
+    n = len(card_set.cards)
+    s = WarriorState(
+        seats=seats, timing=timing, card_set=card_set, rng=Rng(seed), token_source=CardTokens(seed),
+        token_count=0, tokens=[None] * n, pile=list(range(n)), discards=[],
+        creatures=[[] for _ in range(seats)], wizards=[[] for _ in range(seats)],
+        engines=[[] for _ in range(seats)], victory=[[] for _ in range(seats)],
+        hands=[[] for _ in range(seats)], keep_counts=[0] * seats, choices=[None] * seats, waiting=(),
+        phase=PLACE_WIZARDS, phase_id=0, round=1, attack=None, queue=[], losses=(), after_siege="",
+        last_siege=(), result=None,
+    )
+    s.rng.shuffle(s.pile)
+    ev: Events = []
+    cards = card_set.cards
+    hands: list[list[int]] = [[] for _ in range(seats)]
+    for _ in range(INITIAL_HAND):
+        for seat in range(seats):
+            card = s.pile.pop()
+            s.issue_token(card)
+            hands[seat].append(card)
+    aside: list[int] = []
+    set_aside = [0] * seats
+    for seat in range(seats):  # served in seat order, repeatedly until no attack card is held
+        while True:
+            attacks = [c for c in hands[seat] if cards[c].kind == ATTACK]
+            if not attacks:
+                break
+            for c in attacks:
+                hands[seat].remove(c)
+                s.tokens[c] = None
+                aside.append(c)
+                set_aside[seat] += 1
+            for _ in attacks:
+                card = s.pile.pop()
+                s.issue_token(card)
+                hands[seat].append(card)
+    s.pile.extend(aside)
+    s.rng.shuffle(s.pile)
+    for seat in range(seats):
+        for c in hands[seat]:
+            kind = cards[c].kind
+            if kind == CREATURE:
+                s.creatures[seat].append(c)
+            elif kind == SIEGE_ENGINE:
+                s.engines[seat].append(c)
+            else:
+                s.hands[seat].append(c)  # wizards awaiting placement
+    waiting = []
+    for seat in range(seats):
+        wizards = s.hands[seat]
+        if not wizards:
+            continue
+        nations = s.races_of(seat)
+        if len(wizards) >= len(nations):  # forced: every nation gets one, the rest are discarded
+            _place_wizards(s, seat, _default_wizard_map(s, seat, wizards, ()), ev)
+            s.hands[seat] = []
+        else:
+            waiting.append(seat)
+    if waiting:
+        _open(s, PLACE_WIZARDS, tuple(waiting))
+    else:
+        _run(s, ev, "start_round")
+    return s
+
+
+def _default_wizard_map(
+    s: WarriorState, seat: int, wizards: list[int], extra: tuple[int, ...], taken: tuple[int, ...] = ()
+) -> list[tuple[int, int | None]]:
+    """Each wizard to the largest unprotected nation left (2.3 house); None when none is left."""
+    sizes = _nation_sizes(s, seat, extra)
+    free = {r for r in sizes if not s.protected(seat, r)} - set(taken)
+    out: list[tuple[int, int | None]] = []
+    for w in wizards:
+        r = _largest(sizes, free)
+        out.append((w, r))
+        if r is not None:
+            free.discard(r)
+    return out
+
+
+def _wizard_choice(
+    s: WarriorState, seat: int, wizards: list[int], raw: Any, extra: tuple[int, ...]
+) -> list[tuple[int, int | None]]:
+    """Validate a ``{wizard id: race | null}`` placement (2.3): own, unprotected, distinct nations; null
+    only when no unprotected nation is left. Missing wizards get the default placement."""
+    mapping = _mapping(raw, "wizards")
+    by_token = {s.tokens[w]: w for w in wizards}
+    sizes = _nation_sizes(s, seat, extra)
+    free = {r for r in sizes if not s.protected(seat, r)}
+    chosen: dict[int, int | None] = {}
+    for token, race_name in mapping.items():
+        require(token in by_token, "unknown_card", f"{token!r} is not one of your wizards to place")
+        if race_name is None:
+            chosen[by_token[token]] = None
+            continue
+        r = _race_arg(s, race_name)
+        require(r in sizes, "not_your_nation", f"you have no {race_name} nation")
+        require(r in free, "nation_protected", f"your {race_name} nation already has a wizard")
+        require(r not in chosen.values(), "nation_protected", f"two wizards on your {race_name} nation")
+        chosen[by_token[token]] = r
+    taken = tuple(r for r in chosen.values() if r is not None)
+    rest = [w for w in wizards if w not in chosen]
+    placed = dict(_default_wizard_map(s, seat, rest, extra, taken))
+    placed.update(chosen)
+    left = free - {r for r in placed.values() if r is not None}
+    require(
+        not (left and any(r is None for r in placed.values())),
+        "wizard_must_be_placed",
+        "a wizard may only be discarded when every nation already has one",
+    )
+    return [(w, placed[w]) for w in wizards]
+
+
+def _place_wizards(s: WarriorState, seat: int, placement: list[tuple[int, int | None]], ev: Events) -> None:
+    out = []
+    for w, r in placement:
+        if r is None:
+            s.discards.append(w)
+            out.append({"wizard": face(s, w), "nation": None})
+        else:
+            s.wizards[seat].append((w, r))
+            out.append({"wizard": face(s, w), "nation": s.card_set.races[r]})
+    ev.append(Event("wizards_placed", {"seat": seat, "wizards": out}))
+
+
+def _act_place_wizards(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    placement = _wizard_choice(s, seat, s.hands[seat], action.get("wizards"), ())
+    s.choices[seat] = tuple(placement)
+    ev.append(Event("submitted", {"seat": seat, "phase": PLACE_WIZARDS}))
+    if any(s.choices[w] is None for w in s.waiting):
+        return None
+    for w in s.waiting:
+        _place_wizards(s, w, list(s.choices[w]), ev)
+        s.hands[w] = []
+    return "start_round"
+
+
+def default_place_wizards(s: WarriorState, seat: int) -> dict[str, Any]:
+    races = s.card_set.races
+    return {
+        "type": "place_wizards",
+        "wizards": {
+            s.tokens[w]: (races[r] if r is not None else None)
+            for w, r in _default_wizard_map(s, seat, s.hands[seat], ())
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Rounds and the keep phase (3.1-3.4)
+# ---------------------------------------------------------------------------------------------
+def _step_start_round(s: WarriorState, ev: Events) -> str | None:
+    """Deal 7 each (round 3: earlier discards shuffled in first), open the keep phase (3.1, 3.2)."""
+    if s.round == ROUNDS and s.discards:
+        _reshuffle_discards(s, ev)
+    hands: list[list[int]] = [[] for _ in range(s.seats)]
+    for _ in range(ROUND_DEAL):
+        for seat in range(s.seats):
+            card = _draw(s, ev)
+            if card is None:
+                break
+            hands[seat].append(card)
+    s.hands = hands
+    s.keep_counts = [min(ROUND_KEEP[s.round - 1], len(h)) for h in hands]
+    ev.append(Event("round_started", {"round": s.round, "dealt": [len(h) for h in hands], "keep": s.keep_counts[:]}))
+    for seat in range(s.seats):
+        if hands[seat]:
+            ev.append(Event("dealt", {"cards": [face(s, c) for c in hands[seat]]}, frozenset((seat,))))
+    waiting = tuple(seat for seat in range(s.seats) if hands[seat])
+    _open(s, KEEP, waiting)
+    if not waiting:
+        return _resolve_keep(s, ev)
+    return None
+
+
+def _default_keep(s: WarriorState, seat: int) -> KeepChoice:
+    kept = tuple(s.hands[seat][: s.keep_counts[seat]])
+    return _keep_choice(s, seat, kept, None, None)
+
+
+def _keep_choice(s: WarriorState, seat: int, kept: tuple[int, ...], raw_attacks: Any, raw_wizards: Any) -> KeepChoice:
+    cards = s.card_set.cards
+    creatures = tuple(c for c in kept if cards[c].kind == CREATURE)
+    attack_cards = [c for c in kept if cards[c].kind == ATTACK]
+    wizards = [c for c in kept if cards[c].kind == WIZARD]
+    sizes = _nation_sizes(s, seat, creatures)
+    default_nation = _largest(sizes, sizes)
+    attacks_map = _mapping(raw_attacks, "attacks")
+    by_token = {s.tokens[c]: c for c in attack_cards}
+    chosen: dict[int, int | None] = {}
+    for token, race_name in attacks_map.items():
+        require(token in by_token, "unknown_card", f"{token!r} is not a kept attack card")
+        card = by_token[token]
+        if cards[card].mercenaries:
+            chosen[card] = None  # a mercenary attack is made by no one nation
+            continue
+        if race_name is None:
+            require(not sizes, "nation_required", "a nation attack card must lie in front of one of your nations")
+            chosen[card] = None
+            continue
+        r = _race_arg(s, race_name)
+        require(r in sizes, "not_your_nation", f"you have no {race_name} nation")
+        chosen[card] = r
+    attacks = tuple(
+        (c, chosen[c] if c in chosen else (None if cards[c].mercenaries else default_nation)) for c in attack_cards
+    )
+    placement = _wizard_choice(s, seat, wizards, raw_wizards, creatures)
+    return KeepChoice(kept=kept, attacks=attacks, wizards=tuple(placement))
+
+
+def keep_choice_to_action(s: WarriorState, choice: KeepChoice) -> dict[str, Any]:
+    races = s.card_set.races
+    name = lambda r: races[r] if r is not None else None  # noqa: E731
+    return {
+        "type": "keep",
+        "cards": [s.tokens[c] for c in choice.kept],
+        "attacks": {s.tokens[c]: name(r) for c, r in choice.attacks},
+        "wizards": {s.tokens[c]: name(r) for c, r in choice.wizards},
+    }
+
+
+def _act_keep(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    tokens = _token_list(action.get("cards"), "cards")
+    need = s.keep_counts[seat]
+    require(len(tokens) == need, "wrong_count", f"keep exactly {need} cards")
+    picked = set(_cards_from(s, tokens, s.hands[seat]))
+    kept = tuple(c for c in s.hands[seat] if c in picked)  # dealt order
+    s.choices[seat] = _keep_choice(s, seat, kept, action.get("attacks"), action.get("wizards"))
+    ev.append(Event("submitted", {"seat": seat, "phase": KEEP}))
+    if any(s.choices[w] is None for w in s.waiting):
+        return None
+    return _resolve_keep(s, ev)
+
+
+def _resolve_keep(s: WarriorState, ev: Events) -> str:
+    """Reveal every choice together and lay the kept cards out (3.2); queue the attacks (3.3)."""
+    cards = s.card_set.cards
+    races = s.card_set.races
+    queue: list[tuple[int, int, int | None]] = []
+    for seat in range(s.seats):
+        choice: KeepChoice | None = s.choices[seat]
+        if choice is None:
+            continue
+        kept = set(choice.kept)
+        discarded = [c for c in s.hands[seat] if c not in kept]
+        s.discards.extend(discarded)
+        for c in choice.kept:
+            kind = cards[c].kind
+            if kind == CREATURE:
+                s.creatures[seat].append(c)
+            elif kind == SIEGE_ENGINE:
+                s.engines[seat].append(c)
+        for c, r in choice.wizards:
+            if r is None:
+                s.discards.append(c)
+            else:
+                s.wizards[seat].append((c, r))
+        for c, r in choice.attacks:
+            queue.append((c, seat, r))
+        ev.append(Event("kept", {
+            "seat": seat,
+            "kept": [face(s, c) for c in choice.kept],
+            "discarded": [face(s, c) for c in discarded],
+            "wizards": [{"wizard": s.tokens[c], "nation": races[r] if r is not None else None} for c, r in choice.wizards],
+            "attacks": [{"card": s.tokens[c], "nation": races[r] if r is not None else None} for c, r in choice.attacks],
+        }))
+    queue.sort(key=lambda q: cards[q[0]].number)
+    s.queue = queue
+    s.hands = [[] for _ in range(s.seats)]
+    s.choices = [None] * s.seats
+    return "next_attack"
+
+
+def _step_end_round(s: WarriorState, ev: Events) -> str:
+    """Rounds 1 and 2: wizards and siege engines in play are discarded (3.4). Round 3: scoring."""
+    if s.round < ROUNDS:
+        for seat in range(s.seats):
+            s.discards.extend(w for w, _ in s.wizards[seat])
+            s.discards.extend(s.engines[seat])
+            s.wizards[seat] = []
+            s.engines[seat] = []
+        ev.append(Event("round_ended", {"round": s.round}))
+        s.round += 1
+        return "start_round"
+    ev.append(Event("round_ended", {"round": s.round}))
+    return "game_over"
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring (6)
+# ---------------------------------------------------------------------------------------------
+def score(s: WarriorState) -> tuple[list[int], list[dict[str, Any]]]:
+    """Points per seat (6.1, 6.2) and, per race, who holds the majority (ties: all tied, 1+ creature)."""
+    cs = s.card_set
+    points = [VICTORY_CARD_POINTS * len(v) for v in s.victory]
+    majorities = []
+    counts = [_nation_sizes(s, seat) for seat in range(s.seats)]
+    for r, name in enumerate(cs.races):
+        best = max(c.get(r, 0) for c in counts)
+        holders = [seat for seat in range(s.seats) if best > 0 and counts[seat].get(r, 0) == best]
+        for seat in holders:
+            points[seat] += cs.majority_points[r]
+        majorities.append({"race": name, "creatures": best, "seats": holders, "points": cs.majority_points[r]})
+    return points, majorities
+
+
+def _step_game_over(s: WarriorState, ev: Events) -> None:
+    points, majorities = score(s)
+    keys = [(points[seat], len(s.victory[seat])) for seat in range(s.seats)]
+    ranks = {seat: 1 + sum(1 for k in keys if k > keys[seat]) for seat in range(s.seats)}
+    s.result = Outcome(ranks=ranks, scores={seat: points[seat] for seat in range(s.seats)}, reason="three_rounds_played")
+    s.phase = OVER
+    s.phase_id += 1
+    s.waiting = ()
+    s.choices = [None] * s.seats
+    ev.append(Event("match_over", {
+        "scores": {str(k): v for k, v in s.result.scores.items()},
+        "ranks": {str(k): v for k, v in ranks.items()},
+        "victory_piles": [len(v) for v in s.victory],
+        "majorities": majorities,
+    }))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Attacks (3.3, 4)
+# ---------------------------------------------------------------------------------------------
+def _step_next_attack(s: WarriorState, ev: Events) -> str | None:
+    if not s.queue:
+        return "end_round"
+    card, seat, race = s.queue.pop(0)
+    s.attack = Attack(seat=seat, card=card, nation=race, force=[], face_down=[])
+    ev.append(Event("attack_started", {
+        "seat": seat, "card": face(s, card),
+        "nation": s.card_set.races[race] if race is not None else None,
+    }))
+    return _open_siege(s, ev, "target")
+
+
+def targets_for(s: WarriorState, seat: int, race: int | None) -> list[tuple[int, int]]:
+    """Nations seat may attack (4.1, 4.2): other players' unprotected non-empty nations of ``race`` or
+    its natural enemy, or any such nation for a mercenary force (``race`` None). Clockwise from seat."""
+    out = []
+    cs = s.card_set
+    if race is None:
+        allowed = None
+    else:
+        allowed = {race, cs.enemy[race]}
+    for other in _other_seats(s, seat):
+        for r, n in sorted(_nation_sizes(s, other).items()):
+            if n and (allowed is None or r in allowed) and not s.protected(other, r):
+                out.append((other, r))
+    return out
+
+
+def target_options(s: WarriorState) -> tuple[dict[int | None, list[tuple[int, int]]], list[int], int]:
+    """For the current attack: ({attacking nation (None = mercenaries): [targets]}, mercenary candidates,
+    mercenary force size). Only nations with at least one target appear. 4.1, 4.7."""
+    atk = s.attack
+    assert atk is not None
+    card = s.card_set.cards[atk.card]
+    options: dict[int | None, list[tuple[int, int]]] = {}
+    if card.mercenaries:
+        candidates: list[int] = []
+        size = 0
+        if atk.started:
+            if atk.force:
+                targets = targets_for(s, atk.seat, None)
+                if targets:
+                    options[None] = targets
+        else:
+            candidates = list(s.creatures[atk.seat])
+            size = min(card.mercenaries, len(candidates))
+            targets = targets_for(s, atk.seat, None) if size else []
+            if targets:
+                options[None] = targets
+        return options, candidates, size
+    if atk.started:
+        if atk.force and atk.nation is not None:
+            targets = targets_for(s, atk.seat, atk.nation)
+            if targets:
+                options[atk.nation] = targets
+        return options, [], 0
+    sizes = _nation_sizes(s, atk.seat)
+    usable = [r for r in sorted(sizes) if not s.protected(atk.seat, r)]
+    if atk.nation is not None and atk.nation in usable:
+        attackers = [atk.nation]
+    else:  # the card's nation is gone or protected: the player picks another (4.1 house)
+        attackers = usable
+    for r in attackers:
+        targets = targets_for(s, atk.seat, r)
+        if targets:
+            options[r] = targets
+    return options, [], 0
+
+
+def _force_default(s: WarriorState, candidates: list[int], size: int) -> list[int]:
+    """Default mercenary force: infantry first, then archers, then knights; earliest placed first."""
+    cards = s.card_set.cards
+    order = sorted(candidates, key=lambda c: (0 if cards[c].infantry else 1 if cards[c].archer else 2,))
+    return order[:size]
+
+
+def _target_default(s: WarriorState) -> tuple[int | None, tuple[int, int], list[int]]:
+    """(attacking nation, target, mercenary force) taken when the attacker does not answer: the card's
+    nation if usable, else the largest usable; the smallest target nation (ties: clockwise, race order)."""
+    atk = s.attack
+    assert atk is not None
+    options, candidates, size = target_options(s)
+    if atk.nation in options:
+        nation = atk.nation
+    else:
+        sizes = _nation_sizes(s, atk.seat)
+        nation = _largest(sizes, [r for r in options if r is not None]) if None not in options else None
+    targets = options[nation]
+    best = min(targets, key=lambda t: len(s.nation(*t)))
+    force = _force_default(s, candidates, size) if candidates else []
+    return nation, best, force
+
+
+def default_target(s: WarriorState) -> dict[str, Any]:
+    nation, target, force = _target_default(s)
+    races = s.card_set.races
+    action: dict[str, Any] = {"type": "target", "target": {"seat": target[0], "race": races[target[1]]}}
+    if nation is not None:
+        action["nation"] = races[nation]
+    if force:
+        action["force"] = [s.tokens[c] for c in force]
+    return action
+
+
+def _step_target(s: WarriorState, ev: Events) -> str | None:
+    atk = s.attack
+    assert atk is not None
+    options, candidates, size = target_options(s)
+    if not options:
+        if not atk.started:
+            ev.append(Event("attack_unused", {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
+        return "finish_attack"
+    forced = len(options) == 1 and len(next(iter(options.values()))) == 1 and len(candidates) == size
+    if forced:
+        nation, target, force = _target_default(s)
+        if candidates:
+            force = list(candidates)
+        return _set_target(s, ev, nation, target, force)
+    _open(s, TARGET, (atk.seat,))
+    return None
+
+
+def _set_target(s: WarriorState, ev: Events, nation: int | None, target: tuple[int, int], force: list[int]) -> str:
+    atk = s.attack
+    assert atk is not None
+    races = s.card_set.races
+    if not atk.started:
+        atk.started = True
+        if s.card_set.cards[atk.card].mercenaries:
+            atk.force = list(force)
+        else:
+            atk.nation = nation
+            atk.force = s.nation(atk.seat, nation)  # the whole nation attacks
+    atk.target = target
+    ev.append(Event("target_chosen", {
+        "seat": atk.seat,
+        "nation": races[atk.nation] if atk.nation is not None and not s.card_set.cards[atk.card].mercenaries else None,
+        "force": [s.tokens[c] for c in atk.force],
+        "target": {"seat": target[0], "race": races[target[1]]},
+        "reattack": atk.reattacks,
+    }))
+    return "exchange"
+
+
+def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    atk = s.attack
+    assert atk is not None
+    options, candidates, size = target_options(s)
+    raw_target = action.get("target")
+    require(isinstance(raw_target, Mapping), "malformed_action", "'target' must be {seat, race}")
+    t_seat = raw_target.get("seat")
+    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action", "target seat must be an integer")
+    t_race = _race_arg(s, raw_target.get("race"))
+    mercenary = None in options
+    if mercenary:
+        nation = None
+    elif "nation" in action and action["nation"] is not None:
+        nation = _race_arg(s, action["nation"])
+        require(nation in options, "illegal_nation", "that nation cannot make this attack")
+    else:
+        require(len(options) == 1, "nation_required", "name the attacking 'nation'")
+        nation = next(iter(options))
+    require((t_seat, t_race) in options[nation], "illegal_target", "that nation cannot be attacked by this force")
+    force: list[int] = []
+    if candidates:
+        raw_force = action.get("force")
+        if raw_force is None:
+            require(len(candidates) == size, "force_required", f"choose {size} creatures for the mercenary force")
+            force = list(candidates)
+        else:
+            tokens = _token_list(raw_force, "force")
+            require(len(tokens) == size, "wrong_count", f"a mercenary force of {size} creatures")
+            force = _cards_from(s, tokens, candidates, "not_your_creature")
+    return _set_target(s, ev, nation, (t_seat, t_race), force)
+
+
+def _attacker_force(s: WarriorState) -> Force:
+    cards = s.card_set.cards
+    atk = s.attack
+    assert atk is not None
+    card = cards[atk.card]
+    return Force(
+        creatures=len(atk.force),
+        infantry=card.infantry + sum(cards[c].infantry for c in atk.force),
+        archers=card.archer + sum(cards[c].archer for c in atk.force),
+    )
+
+
+def _nation_force(s: WarriorState, seat: int, race: int) -> Force:
+    cards = s.card_set.cards
+    nation = s.nation(seat, race)
+    return Force(len(nation), sum(cards[c].infantry for c in nation), sum(cards[c].archer for c in nation))
+
+
+def _step_exchange(s: WarriorState, ev: Events) -> str | None:
+    """One exchange (4.3-4.5): dice from the match rng, losses chosen by the losing sides."""
+    atk = s.attack
+    assert atk is not None and atk.target is not None
+    attacker = _attacker_force(s)
+    defender = _nation_force(s, *atk.target)
+    n_att, n_def = dice_counts(attacker, defender)
+    result = exchange(roll(s.rng, n_att), roll(s.rng, n_def), attacker, defender)
+    atk.exchanges += 1
+    atk.last = result
+    ev.append(Event("exchange", {
+        "seat": atk.seat,
+        "target": {"seat": atk.target[0], "race": s.card_set.races[atk.target[1]]},
+        **result.to_wire(),
+    }))
+    losses = []
+    if result.attacker_losses:
+        losses.append((atk.seat, result.attacker_losses, True))
+    if result.defender_losses:
+        losses.append((atk.target[0], result.defender_losses, False))
+    s.losses = tuple(losses)
+    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < len(lose_candidates(s, from_att))))
+    if waiting:
+        _open(s, LOSE, waiting)
+        return None
+    _apply_losses(s, ev)
+    return "post_exchange"
+
+
+def lose_candidates(s: WarriorState, from_attacker: bool) -> list[int]:
+    """Cards that may be lost: the attacker's face-up force, or the defending nation (4.5)."""
+    atk = s.attack
+    assert atk is not None and atk.target is not None
+    return list(atk.force) if from_attacker else s.nation(*atk.target)
+
+
+def _loss_entry(s: WarriorState, seat: int) -> tuple[int, int, bool]:
+    for entry in s.losses:
+        if entry[0] == seat:
+            return entry
+    raise IllegalAction("not_your_turn", "you have nothing to lose now")
+
+
+def default_losses(s: WarriorState, seat: int) -> list[int]:
+    """4.8: the cards with the fewest symbols, then the most recently placed."""
+    _, count, from_att = _loss_entry(s, seat)
+    cards = s.card_set.cards
+    position = {c: i for i, c in enumerate(s.creatures[seat])}
+    order = sorted(lose_candidates(s, from_att), key=lambda c: (cards[c].symbol_total, -position[c]))
+    return order[:count]
+
+
+def _act_lose(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    _, count, from_att = _loss_entry(s, seat)
+    tokens = _token_list(action.get("cards"), "cards")
+    require(len(tokens) == count, "wrong_count", f"lose exactly {count} card(s)")
+    s.choices[seat] = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))
+    ev.append(Event("submitted", {"seat": seat, "phase": LOSE}))
+    if any(s.choices[w] is None for w in s.waiting):
+        return None
+    _apply_losses(s, ev)
+    return "post_exchange"
+
+
+def _apply_losses(s: WarriorState, ev: Events) -> None:
+    atk = s.attack
+    assert atk is not None and atk.target is not None
+    for seat, count, from_att in s.losses:
+        chosen = s.choices[seat] if s.choices[seat] is not None else None
+        if chosen is None:
+            candidates = lose_candidates(s, from_att)
+            chosen = candidates if count >= len(candidates) else default_losses(s, seat)
+        winner = atk.target[0] if from_att else atk.seat
+        for card in chosen:
+            _destroy(s, seat, card, winner, "exchange", ev)
+    s.losses = ()
+    s.choices = [None] * s.seats
+
+
+def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Events) -> None:
+    """Card of ``seat`` destroyed by ``by``: to by's victory pile (4.5, 5.1). A nation left with no
+    creature loses its wizard (discarded face up, house)."""
+    cards = s.card_set.cards
+    data = {"seat": seat, "card": face(s, card), "by": by, "cause": cause}
+    if cards[card].kind == WIZARD:
+        s.wizards[seat] = [(w, r) for w, r in s.wizards[seat] if w != card]
+        data["nation"] = None
+    else:
+        s.creatures[seat].remove(card)
+        atk = s.attack
+        if atk is not None:
+            if card in atk.force:
+                atk.force.remove(card)
+            if card in atk.face_down:
+                atk.face_down.remove(card)
+        race = cards[card].race
+        if not any(cards[c].race == race for c in s.creatures[seat]):
+            wizard = s.wizard_of(seat, race)
+            if wizard is not None:
+                s.wizards[seat] = [(w, r) for w, r in s.wizards[seat] if w != wizard]
+                s.discards.append(wizard)
+                ev.append(Event("wizard_discarded", {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
+    s.victory[by].append(card)
+    ev.append(Event("card_destroyed", data))
+
+
+def _step_post_exchange(s: WarriorState, ev: Events) -> str | None:
+    return _open_siege(s, ev, "after_exchange")
+
+
+def _attack_over(s: WarriorState) -> bool:
+    atk = s.attack
+    assert atk is not None and atk.target is not None
+    return not atk.force or not s.nation(*atk.target)
+
+
+def _step_after_exchange(s: WarriorState, ev: Events) -> str | None:
+    """4.6: the attack ends by itself when a side is empty; else the attacker may go on or stop."""
+    if _attack_over(s):
+        return "end_check"
+    _open(s, CONTINUE, (s.attack.seat,))  # type: ignore[union-attr]
+    return None
+
+
+def _act_go_on(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
+    ev.append(Event("attack_goes_on", {"seat": seat}))
+    return "exchange"
+
+
+def _act_stop(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
+    ev.append(Event("attack_stopped", {"seat": seat}))
+    return "end_check"
+
+
+def can_reattack(s: WarriorState) -> bool:
+    """4.7: a knight face up in the force (the card's knight symbol counts, 1.4), a face-up creature to
+    turn face down and one left to fight (house), and some legal target."""
+    atk = s.attack
+    assert atk is not None
+    cards = s.card_set.cards
+    knights = cards[atk.card].knight + sum(cards[c].knight for c in atk.force)
+    if knights < 1 or len(atk.force) < 2:
+        return False
+    race = None if cards[atk.card].mercenaries else atk.nation
+    return bool(targets_for(s, atk.seat, race))
+
+
+def _step_end_check(s: WarriorState, ev: Events) -> str | None:
+    if can_reattack(s):
+        _open(s, REATTACK, (s.attack.seat,))  # type: ignore[union-attr]
+        return None
+    return "finish_attack"
+
+
+def _act_reattack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    atk = s.attack
+    assert atk is not None
+    token = action.get("face_down")
+    require(isinstance(token, str), "malformed_action", "'face_down' must be the id of a face-up card of the force")
+    (card,) = _cards_from(s, [token], atk.force, "not_in_force")
+    atk.force.remove(card)
+    atk.face_down.append(card)
+    atk.reattacks += 1
+    atk.target = None
+    ev.append(Event("reattack", {"seat": seat, "face_down": token, "reattack": atk.reattacks}))
+    return _open_siege(s, ev, "target")
+
+
+def _act_end_attack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
+    return "finish_attack"
+
+
+def _step_finish_attack(s: WarriorState, ev: Events) -> str:
+    """The attack card is discarded; face-down cards turn face up again (4.7)."""
+    atk = s.attack
+    assert atk is not None
+    s.discards.append(atk.card)
+    ev.append(Event("attack_ended", {
+        "seat": atk.seat, "card": s.tokens[atk.card], "exchanges": atk.exchanges,
+        "reattacks": atk.reattacks, "face_up_again": [s.tokens[c] for c in atk.face_down],
+    }))
+    s.attack = None
+    return "next_attack"
+
+
+# ---------------------------------------------------------------------------------------------
+# Siege engines (5)
+# ---------------------------------------------------------------------------------------------
+def siege_targets(s: WarriorState, seat: int) -> list[int]:
+    """Cards seat's engines may shoot (5.1 house): other players' wizards, and creatures of their
+    nations that have no wizard."""
+    cards = s.card_set.cards
+    out = []
+    for other in _other_seats(s, seat):
+        protected = {r for _, r in s.wizards[other]}
+        out.extend(w for w, _ in s.wizards[other])
+        out.extend(c for c in s.creatures[other] if cards[c].race not in protected)
+    return out
+
+
+def _open_siege(s: WarriorState, ev: Events, after: str) -> str | None:
+    """5.2: a siege window for every engine holder with something to shoot, else go straight on."""
+    holders = tuple(seat for seat in range(s.seats) if s.engines[seat] and siege_targets(s, seat))
+    if not holders:
+        return after
+    s.after_siege = after
+    _open(s, SIEGE, holders)
+    return None
+
+
+def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
+    raw = action.get("shots")
+    require(isinstance(raw, list), "malformed_action", "'shots' must be a list of {engine, target}")
+    require(len(raw) <= len(s.engines[seat]), "too_many_shots", "one shot per siege engine")
+    shots = []
+    allowed = siege_targets(s, seat)
+    engines_used: set[int] = set()
+    targets_used: set[int] = set()
+    for shot in raw:
+        require(isinstance(shot, Mapping), "malformed_action", "each shot is {engine, target}")
+        engine_token, target_token = shot.get("engine"), shot.get("target")
+        require(isinstance(engine_token, str) and isinstance(target_token, str), "malformed_action", "engine and target are card ids")
+        (engine,) = _cards_from(s, [engine_token], s.engines[seat], "not_your_engine")
+        (target,) = _cards_from(s, [target_token], allowed, "illegal_siege_target")
+        require(engine not in engines_used, "duplicate_card", "an engine fires once")
+        require(target not in targets_used, "duplicate_card", "one shot per target")
+        engines_used.add(engine)
+        targets_used.add(target)
+        shots.append(SiegeShot(engine, target))
+    s.choices[seat] = tuple(shots)
+    ev.append(Event("submitted", {"seat": seat, "phase": SIEGE}))
+    if any(s.choices[w] is None for w in s.waiting):
+        return None
+    return _resolve_siege(s, ev)
+
+
+def _owner(s: WarriorState, card: int) -> int | None:
+    for seat in range(s.seats):
+        if card in s.creatures[seat] or any(w == card for w, _ in s.wizards[seat]):
+            return seat
+    return None
+
+
+def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
+    """Shots resolve in seat order; a shot whose target is no longer a legal target is not fired and its
+    engine stays (house). Each fired engine rolls one die: 4+ destroys (5.1) and is discarded."""
+    fired = []
+    for seat in s.waiting:
+        for shot in s.choices[seat]:
+            if shot.target not in siege_targets(s, seat):
+                ev.append(Event("siege_void", {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
+                continue
+            (die,) = roll(s.rng, 1)
+            hit = die >= SIEGE_HIT
+            s.engines[seat].remove(shot.engine)
+            s.discards.append(shot.engine)
+            owner = _owner(s, shot.target)
+            record = {"seat": seat, "engine": s.tokens[shot.engine], "target": face(s, shot.target),
+                      "target_seat": owner, "roll": die, "hit": hit}
+            ev.append(Event("siege_shot", record))
+            fired.append(record)
+            if hit and owner is not None:
+                _destroy(s, owner, shot.target, seat, "siege", ev)
+    s.last_siege = tuple(fired)
+    s.choices = [None] * s.seats
+    return s.after_siege
+
+
+# ---------------------------------------------------------------------------------------------
+# The step machine and apply
+# ---------------------------------------------------------------------------------------------
+_STEPS: dict[str, Callable[[WarriorState, Events], str | None]] = {
+    "start_round": _step_start_round,
+    "next_attack": _step_next_attack,
+    "target": _step_target,
+    "exchange": _step_exchange,
+    "post_exchange": _step_post_exchange,
+    "after_exchange": _step_after_exchange,
+    "end_check": _step_end_check,
+    "finish_attack": _step_finish_attack,
+    "end_round": _step_end_round,
+    "game_over": _step_game_over,
+}
+
+
+def _run(s: WarriorState, ev: Events, step: str | None) -> None:
+    while step is not None:
+        step = _STEPS[step](s, ev)
+
+
+_ACTIONS: dict[str, tuple[str, Callable[[WarriorState, int, Mapping[str, Any], Events], str | None]]] = {
+    "place_wizards": (PLACE_WIZARDS, _act_place_wizards),
+    "keep": (KEEP, _act_keep),
+    "siege": (SIEGE, _act_siege),
+    "target": (TARGET, _act_target),
+    "lose": (LOSE, _act_lose),
+    "go_on": (CONTINUE, _act_go_on),
+    "stop": (CONTINUE, _act_stop),
+    "reattack": (REATTACK, _act_reattack),
+    "end_attack": (REATTACK, _act_end_attack),
+}
+
+
+def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[WarriorState, Events]:
+    """Validate and apply ``action`` for ``seat``; returns (new state, events). Never mutates ``state``.
+    Raises IllegalAction: malformed_action, unknown_action, invalid_seat, match_over, wrong_phase,
+    not_your_turn, and the action-specific codes listed in docs/games/warrior.md."""
+    kind = action_type(action)
+    require(isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < state.seats, "invalid_seat", "no such seat")
+    require(state.phase != OVER, "match_over", "the match is over")
+    entry = _ACTIONS.get(kind)
+    require(entry is not None, "unknown_action", f"unknown action type {kind!r}")
+    phase, handler = entry  # type: ignore[misc]
+    require(state.phase == phase, "wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
+    require(seat in state.waiting, "not_your_turn", "nothing is asked of this seat now")
+    s = state.clone()
+    ev: Events = []
+    try:
+        step = handler(s, seat, action, ev)
+    except IllegalAction:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # defensive: odd input shapes
+        raise IllegalAction("malformed_action", f"malformed action: {exc}") from None
+    _run(s, ev, step)
+    return s, ev
