@@ -1,0 +1,135 @@
+"""REST over a real server process, on SQLite and on Postgres."""
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from app.client import ApiError, RestClient
+
+
+async def test_guest_player_and_me(server):
+    async with RestClient(server.url) as c:
+        out = await c.register("ann")
+        assert out["player"]["name"] == "ann" and out["player"]["role"] == "player"
+        assert len(out["token"]) >= 32
+        me = await c.me()
+        assert me["id"] == out["player"]["id"]
+        assert "token_hash" not in me and "token" not in me
+
+
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Bearer " + "x" * 300, "Basic abc"])
+async def test_wrong_or_missing_token_is_401(server, header):
+    headers = {"Authorization": header} if header else {}
+    r = httpx.get(server.url + "/api/v1/players/me", headers=headers)
+    assert r.status_code == 401
+    assert r.json()["code"] == "unauthorized"
+
+
+async def test_games_list_option_schemas(server):
+    async with RestClient(server.url) as c:
+        await c.register()
+        games = {g["id"]: g for g in await c.games()}
+    assert "provinces" in games
+    p = games["provinces"]
+    assert p["min_seats"] == 2 and p["max_seats"] == 6
+    props = p["options_schema"]["properties"]
+    assert props["turn_seconds"]["default"] == 60
+    assert "random" in p["bot_kinds"]
+
+
+async def test_lobby_lifecycle(server):
+    async with RestClient(server.url) as host, RestClient(server.url) as guest, RestClient(server.url) as other:
+        await host.register("host")
+        await guest.register("guest")
+        await other.register("other")
+        lobby = await host.create_lobby("provinces", 3, {"turn_seconds": 30})
+        assert lobby["status"] == "open" and lobby["options"]["turn_seconds"] == 30
+        assert lobby["seats"][0]["player"]["name"] == "host"
+        assert lobby["id"] in [l["id"] for l in await guest.lobbies()]
+        lobby = await guest.join(lobby["id"])
+        assert lobby["seats"][1]["player"]["name"] == "guest"
+        with pytest.raises(ApiError) as e:
+            await guest.join(lobby["id"])
+        assert e.value.code == "already_seated"
+        with pytest.raises(ApiError) as e:
+            await guest.start(lobby["id"])
+        assert e.value.code == "not_host" and e.value.status == 403
+        with pytest.raises(ApiError) as e:
+            await guest.fill_bots(lobby["id"])
+        assert e.value.code == "not_host"
+        with pytest.raises(ApiError) as e:
+            await host.start(lobby["id"])
+        assert e.value.code == "seats_empty"
+        lobby = await guest.leave(lobby["id"])
+        assert lobby["seats"][1]["player"] is None
+        lobby = await other.join(lobby["id"], seat=2)
+        assert lobby["seats"][2]["player"]["name"] == "other"
+        lobby = await host.fill_bots(lobby["id"], "random")
+        assert lobby["seats"][1]["bot"] == "random"
+        with pytest.raises(ApiError) as e:
+            await guest.join(lobby["id"])
+        assert e.value.code == "no_free_seat"
+        lobby = await host.start(lobby["id"])
+        assert lobby["status"] == "started" and lobby["match_id"]
+        with pytest.raises(ApiError) as e:
+            await host.start(lobby["id"])
+        assert e.value.code == "lobby_not_open"
+        match = await guest.match(lobby["match_id"])
+        assert match["status"] == "running" and match["seed"] is None and len(match["seed_hash"]) == 64
+        assert [s["name"] for s in match["seats"]][0] == "host"
+
+
+@pytest.mark.parametrize("body,code,status", [
+    ({"game": "chess", "seats": 2}, "unknown_game", 404),
+    ({"game": "provinces", "seats": 9}, "bad_seat_count", 422),
+    ({"game": "provinces", "seats": 1}, "bad_seat_count", 422),
+    ({"game": "provinces", "seats": 2, "options": {"turn_seconds": -5}}, "invalid_options", 422),
+    ({"game": "provinces", "seats": 2, "options": {"tie_rule": "coin_flip"}}, "invalid_options", 422),
+    ({"game": "provinces"}, "invalid_request", 422),
+    ({"game": "provinces", "seats": "many"}, "invalid_request", 422),
+])
+async def test_bad_lobby_requests(server, body, code, status):
+    async with RestClient(server.url) as c:
+        await c.register()
+        r = httpx.post(server.url + "/api/v1/lobbies", json=body, headers={"Authorization": f"Bearer {c.token}"})
+        assert r.status_code == status, r.text
+        assert r.json()["code"] == code
+        assert isinstance(r.json()["message"], str)
+
+
+async def test_malformed_json_body(server):
+    async with RestClient(server.url) as c:
+        await c.register()
+        r = httpx.post(server.url + "/api/v1/lobbies", content=b"{nope",
+                       headers={"Authorization": f"Bearer {c.token}", "Content-Type": "application/json"})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_request"
+
+
+async def test_admin_routes_need_admin(server):
+    async with RestClient(server.url) as c, RestClient(server.url, server.admin_token) as admin:
+        await c.register()
+        with pytest.raises(ApiError) as e:
+            await c.admin_matches()
+        assert e.value.status == 403
+        assert (await admin.me())["role"] == "admin"
+        assert isinstance(await admin.admin_matches(), list)
+
+
+async def test_unknown_ids_are_404(server):
+    async with RestClient(server.url) as c, RestClient(server.url, server.admin_token) as admin:
+        await c.register()
+        for call in (c.lobby("nope"), c.match("nope"), c.join("nope"), admin.admin_match("nope"),
+                     admin.admin_log("nope"), admin.admin_abort("nope")):
+            with pytest.raises(ApiError) as e:
+                await call
+            assert e.value.status == 404 and e.value.code == "not_found"
+
+
+async def test_health_ready_metrics_openapi(server):
+    assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
+    ready = httpx.get(server.url + "/readyz")
+    assert ready.status_code == 200 and ready.json()["checks"]["database"] == "ok"
+    assert "bannerfall_sockets" in httpx.get(server.url + "/metrics").text
+    paths = httpx.get(server.url + "/openapi.json").json()["paths"]
+    assert "/api/v1/lobbies" in paths and "/api/v1/admin/matches/{match_id}/abort" in paths
+    assert httpx.get(server.url + "/docs").status_code == 200
