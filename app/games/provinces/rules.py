@@ -287,12 +287,12 @@ def _reinforce(state: State, seat: int) -> list[Event]:
         if viewer == seat:
             return {
                 "seat": seat,
-                "cards": [{"province": p, "card": c.wire()} for p, c in placements],
+                "cards": [{"province": p, "card": c.public} for p, c in placements],
                 "discarded": len(discarded),
             }
         return {
             "seat": seat,
-            "cards": [{"province": p, "card": c.wire()} for p, c in placements if c.value is not None],
+            "cards": [{"province": p, "card": c.public} for p, c in placements if c.value is not None],
             "discarded": sum(1 for i in discarded if not is_joker_ident(i)),
         }
 
@@ -493,10 +493,10 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
             "defending": of_d(defending),
             "duels": [
                 {
-                    "attacker": duel.attacker.wire(),
-                    "defender": duel.defender.wire(),
+                    "attacker": duel.attacker.public,
+                    "defender": duel.defender.public,
                     "winner": duel.winner,
-                    "card": None if duel.card is None else duel.card.wire(),
+                    "card": None if duel.card is None else duel.card.public,
                     "attacker_stack": of_a(duel.attacker_stack),
                     "defender_stack": of_d(duel.defender_stack),
                 }

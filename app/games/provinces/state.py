@@ -53,9 +53,10 @@ class Card:
     - ``rank`` / ``suit``: what the card shows; ``"joker"`` / None for a joker that has not won,
       the beaten card's rank and suit for a joker that has (rule 3.4).
     - ``value``: the current value; None for a joker that has not won (it is then *hidden*, rule 6.1).
+    - ``public``: the card's wire dict, shared (never mutate what a view or event returns).
     """
 
-    __slots__ = ("token", "ident", "rank", "suit", "value")
+    __slots__ = ("token", "ident", "rank", "suit", "value", "public")
 
     def __init__(self, token: str, ident: int, rank: str, suit: str | None, value: int | None) -> None:
         self.token = token
@@ -63,6 +64,8 @@ class Card:
         self.rank = rank
         self.suit = suit
         self.value = value
+        #: The wire dict, built once and shared by every view and event (read-only by convention).
+        self.public = {"id": token, "rank": rank, "suit": suit, "value": value}
 
     @property
     def is_joker(self) -> bool:
@@ -73,7 +76,8 @@ class Card:
         return Card(self.token, self.ident, self.rank, self.suit, value)
 
     def wire(self) -> dict:
-        return {"id": self.token, "rank": self.rank, "suit": self.suit, "value": self.value}
+        """A fresh copy of the wire dict ``{"id", "rank", "suit", "value"}``."""
+        return dict(self.public)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Card({self.rank}{'' if self.suit is None else self.suit[0]}={self.value}, {self.token})"
@@ -90,6 +94,9 @@ def new_card(token: str, ident: int) -> Card:
 
 def is_joker_ident(ident: int) -> bool:
     return ident % DECK_SIZE >= 52
+
+
+_new_state = object.__new__
 
 
 class State:
@@ -168,9 +175,29 @@ class State:
     def clone(self) -> "State":
         """A shallow copy (O(fields)); the caller replaces the fields it changes. The ``rng`` is
         shared until a caller that draws from it replaces it with ``rng.clone()``."""
-        new = State.__new__(State)
-        for name in State.__slots__:
-            setattr(new, name, getattr(self, name))
+        new = _new_state(State)
+        new.seats = self.seats
+        new.seat_order = self.seat_order
+        new.board = self.board
+        new.options = self.options
+        new.owners = self.owners
+        new.garrisons = self.garrisons
+        new.ages = self.ages
+        new.dealing = self.dealing
+        new.shoe = self.shoe
+        new.discard = self.discard
+        new.rng = self.rng
+        new.tokens = self.tokens
+        new.next_token = self.next_token
+        new.turn = self.turn
+        new.round = self.round
+        new.current = self.current
+        new.phase_id = self.phase_id
+        new.attacked = self.attacked
+        new.received = self.received
+        new.actions = self.actions
+        new.eliminated = self.eliminated
+        new.result = self.result
         return new
 
     def fingerprint(self) -> tuple:

@@ -15,20 +15,13 @@ from .state import Card, State
 
 def visible_cards(cards: Iterable[Card], owner: int, viewer: int) -> list[dict[str, Any]]:
     """Wire dicts of ``cards`` (owned by seat ``owner``) as seen by ``viewer`` (a seat, SPECTATOR
-    or ADMIN): hidden jokers are dropped unless the viewer is the owner; the admin sees them marked."""
+    or ADMIN): hidden jokers are dropped unless the viewer is the owner; the admin sees them marked.
+    The card dicts are shared between views and events: read-only."""
     if viewer == owner:
-        return [{"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value} for c in cards]
+        return [c.public for c in cards]
     if viewer == ADMIN:
-        out = []
-        for c in cards:
-            item = {"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value}
-            if c.value is None:
-                item["hidden"] = True
-            out.append(item)
-        return out
-    return [
-        {"id": c.token, "rank": c.rank, "suit": c.suit, "value": c.value} for c in cards if c.value is not None
-    ]
+        return [c.public if c.value is not None else {**c.public, "hidden": True} for c in cards]
+    return [c.public for c in cards if c.value is not None]
 
 
 def hidden_tokens(state: State, viewer: int) -> set[str]:
@@ -58,10 +51,18 @@ def render(state: State, viewer: int) -> dict[str, Any]:
     province_count = [0] * seats
     card_count = [0] * seats
     provinces = []
+    append = provinces.append
+    admin = viewer == ADMIN
     for p, q, r, adjacent in state.board._static:
         owner = owners[p]
-        garrison = visible_cards(garrisons[p], owner, viewer)
-        size = len(garrison)
+        garrison = garrisons[p]
+        if owner == viewer:
+            shown = [c.public for c in garrison]
+        elif admin:
+            shown = [c.public if c.value is not None else {**c.public, "hidden": True} for c in garrison]
+        else:
+            shown = [c.public for c in garrison if c.value is not None]
+        size = len(shown)
         province_count[owner] += 1
         card_count[owner] += size
         frontline = False
@@ -69,19 +70,18 @@ def render(state: State, viewer: int) -> dict[str, Any]:
             if owners[other] != owner:
                 frontline = True
                 break
-        bit = 1 << p
-        provinces.append({
+        append({
             "id": p,
             "q": q,
             "r": r,
-            "adjacent": adjacent.copy(),
+            "adjacent": adjacent[:],
             "owner": owner,
             "age": ages[p],
             "size": size,
-            "garrison": garrison,
+            "garrison": shown,
             "frontline": frontline,
-            "attacked": bool(attacked & bit),
-            "received": bool(received & bit),
+            "attacked": (attacked >> p) & 1 == 1,
+            "received": (received >> p) & 1 == 1,
         })
     eliminated = state.eliminated
     result = state.result
