@@ -2,6 +2,10 @@
 
 Firing is at-least-once and may be late; the match runtime ignores a deadline whose phase has
 already ended, so a duplicate or stale firing is harmless.
+
+Two implementations: :class:`LocalTimers` (here, embedded mode) and
+:class:`app.infra.redis_timers.RedisTimers` (production mode: a shared sorted set whose due entries
+are claimed atomically, so exactly one node fires each). See ``docs/infra.md``.
 """
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import time
 from typing import Callable, Protocol
 
 DueCallback = Callable[[str, int], None]
+#: ``owns(match_id) -> bool``: whether this node runs the match (see ``set_owns``)
+OwnsFilter = Callable[[str], bool]
 
 
 class Timers(Protocol):
@@ -24,16 +30,25 @@ class Timers(Protocol):
 
     async def cancel(self, match_id: str, phase_id: int) -> None: ...
 
+    def set_owns(self, owns: OwnsFilter | None) -> None:
+        """Only fire deadlines of matches for which ``owns(match_id)`` is true (None: all)."""
+
 
 class LocalTimers:
     """In-process timers on the event loop (embedded mode)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, owns: OwnsFilter | None = None) -> None:
         self._on_due: DueCallback | None = None
+        self._owns = owns
         self._handles: dict[tuple[str, int], asyncio.TimerHandle] = {}
 
     def set_callback(self, on_due: DueCallback) -> None:
         self._on_due = on_due
+
+    def set_owns(self, owns: OwnsFilter | None) -> None:
+        """In one process there is no other node to leave a deadline to: a due deadline of a match
+        that ``owns`` rejects is dropped without calling back (the runtime would ignore it anyway)."""
+        self._owns = owns
 
     async def start(self) -> None:
         return None
@@ -58,5 +73,7 @@ class LocalTimers:
 
     def _fire(self, key: tuple[str, int]) -> None:
         self._handles.pop(key, None)
+        if self._owns is not None and not self._owns(key[0]):
+            return
         if self._on_due:
             self._on_due(*key)

@@ -1,0 +1,82 @@
+"""``make_backends``: the node's timers, pub/sub and leases, in-process or on Redis.
+
+Create them in the app's lifespan (never at import time) and close them there::
+
+    backends = make_backends(settings.redis_url, settings.node)
+    try:
+        ...
+    finally:
+        await backends.close()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+from app.infra.leases import Leases, LocalLeases, RedisLeases
+from app.infra.pubsub import LocalPubSub, PubSub, RedisPubSub
+from app.infra.redis_timers import RedisTimers
+from app.infra.timers import LocalTimers, Timers
+
+
+@dataclass
+class Backends:
+    """The node's backends. ``mode`` is ``"local"`` or ``"redis"``; ``redis`` is the shared client
+    (None in local mode) used by timers, leases and PUBLISH; the pub/sub subscriber has its own
+    connection."""
+
+    mode: str
+    node_id: str
+    timers: Timers
+    pubsub: PubSub
+    leases: Leases
+    redis: Redis | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    async def ping(self) -> None:
+        """Raises ``redis.exceptions.RedisError`` if Redis does not answer (a readiness check);
+        returns at once in local mode."""
+        if self.redis is not None:
+            await self.redis.ping()
+
+    async def close(self) -> None:
+        """Stop the timers (idempotent: the runtime may have stopped them), end every subscription,
+        close the Redis connections. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.timers.stop()
+        await self.pubsub.close()
+        await self.leases.close()
+        if self.redis is not None:
+            await self.redis.aclose()
+
+
+def make_redis_client(redis_url: str) -> Redis:
+    """The shared client: 2 s to connect, 5 s per reply, 3 retries with 10-500 ms jittered backoff
+    on connection errors (so a command fails within about 10 s when Redis is down)."""
+    return Redis.from_url(
+        redis_url,
+        socket_connect_timeout=2.0,
+        socket_timeout=5.0,
+        socket_keepalive=True,
+        retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.5), 3),
+    )
+
+
+def make_backends(redis_url: str | None, node_id: str, prefix: str = "bannerfall:", *,
+                  poll_interval: float = 0.05) -> Backends:
+    """Local backends when ``redis_url`` is None (embedded mode, one node), else Redis backends
+    sharing one client, all keys under ``prefix`` (see docs/infra.md). Nothing connects until used."""
+    if redis_url is None:
+        return Backends(mode="local", node_id=node_id, timers=LocalTimers(), pubsub=LocalPubSub(),
+                        leases=LocalLeases())
+    client = make_redis_client(redis_url)
+    leases = RedisLeases(redis_url, prefix, client=client)
+    timers = RedisTimers(redis_url, prefix, node_id, poll_interval, client=client,
+                         lease_prefix=leases.key_prefix)
+    pubsub = RedisPubSub(redis_url, prefix, client=client)
+    return Backends(mode="redis", node_id=node_id, timers=timers, pubsub=pubsub, leases=leases, redis=client)

@@ -1,0 +1,273 @@
+"""Deadline timers shared by every node through one Redis sorted set.
+
+Key ``{prefix}deadlines``: member ``"{match_id}:{phase_id}"``, score = due time in epoch seconds.
+``schedule`` is ZADD (so scheduling the same phase again moves its deadline), ``cancel`` is ZREM.
+Each node polls the set every ``poll_interval`` seconds, reads the due members, keeps those of
+matches it runs (the ``owns`` filter), and claims them with one Lua script that removes a member only
+if it is still due; a member is removed by exactly one script run, so with any number of nodes
+polling, exactly one node claims, and calls back for, each due entry.
+
+Ownership: entries of matches this node does not own are left in the set for their owner. When an
+owner dies its entries stay until the match's new owner takes it over; the new owner rebuilds the
+match from the database and re-schedules its deadlines (``MatchManager.load`` does), which overwrites
+the same members. An entry no node claims for ``orphan_after`` seconds past its due time (a finished
+match's leftover deadline, or a match nobody runs) is swept: removed without a callback, and only if
+no lease names an owner for its match (``lease_prefix``), checked in the same Lua script.
+
+A claimed entry is delivered at most once: a node that dies between the claim and the callback loses
+that firing; the runtime's takeover re-arms the deadlines of a match's open phases, which covers it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from app.infra.timers import DueCallback, OwnsFilter
+
+log = logging.getLogger("bannerfall.timers")
+
+# KEYS[1] = the set; ARGV[1] = now (epoch seconds); ARGV[2..] = members. Returns the claimed members.
+_CLAIM = """
+local now = tonumber(ARGV[1])
+local claimed = {}
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) <= now then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    claimed[#claimed + 1] = ARGV[i]
+  end
+end
+return claimed
+"""
+
+# KEYS[1] = the set; ARGV[1] = cutoff (epoch seconds); ARGV[2] = lease key prefix ('' = no check);
+# ARGV[3] = batch size. Removes entries due before the cutoff whose match has no lease.
+_SWEEP = """
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+local swept = 0
+for _, member in ipairs(members) do
+  local match_id = string.match(member, '^(.*):[^:]*$') or member
+  if ARGV[2] == '' or redis.call('EXISTS', ARGV[2] .. match_id) == 0 then
+    redis.call('ZREM', KEYS[1], member)
+    swept = swept + 1
+  end
+end
+return swept
+"""
+
+
+def member_of(match_id: str, phase_id: int) -> str:
+    return f"{match_id}:{phase_id}"
+
+
+def parse_member(member: bytes | str) -> tuple[str, int]:
+    text = member.decode() if isinstance(member, bytes) else member
+    match_id, _, phase = text.rpartition(":")
+    return match_id, int(phase)
+
+
+class RedisTimers:
+    """The :class:`app.infra.timers.Timers` protocol on a Redis sorted set (production mode).
+
+    ``redis_url``: the Redis server; ``prefix``: key prefix (the set is ``{prefix}deadlines``);
+    ``node_id``: this node, for logs; ``poll_interval``: seconds between polls (the most a firing is
+    late, plus one round trip); ``owns``: the ownership filter (also settable later with
+    :meth:`set_owns`; None claims every due entry); ``client``: a shared client (else one is made
+    from ``redis_url`` and closed by :meth:`stop`); ``orphan_after``: seconds past due after which an
+    unclaimed entry is swept (None: never); ``lease_prefix``: lease key prefix checked by the sweep
+    (see :class:`app.infra.leases.RedisLeases`).
+
+    ``schedule`` and ``cancel`` never raise for a Redis outage: the write is kept (the latest one per
+    member) and retried by the poll loop until Redis answers, so the runtime's fire-and-forget calls
+    lose nothing. Writes are batched: calls made while a write is in flight go out together in one
+    pipeline.
+    """
+
+    BATCH = 500
+
+    def __init__(self, redis_url: str, prefix: str, node_id: str, poll_interval: float = 0.05, *,
+                 owns: OwnsFilter | None = None, client: Redis | None = None,
+                 orphan_after: float | None = 300.0, lease_prefix: str | None = None) -> None:
+        self.redis_url = redis_url
+        self.key = f"{prefix}deadlines"
+        self.node_id = node_id
+        self.poll_interval = poll_interval
+        self.orphan_after = orphan_after
+        self.lease_prefix = lease_prefix
+        self._own_client = client is None
+        self._client = client if client is not None else Redis.from_url(redis_url, socket_connect_timeout=2.0)
+        self._claim = self._client.register_script(_CLAIM)
+        self._sweep = self._client.register_script(_SWEEP)
+        self._on_due: DueCallback | None = None
+        self._owns = owns
+        #: writes not yet in Redis, member -> score (schedule) or None (cancel)
+        self._writes: dict[str, float | None] = {}
+        self._write_lock = asyncio.Lock()
+        self._task: asyncio.Task | None = None
+        self._closed = False
+        self._next_sweep = 0.0
+        #: entries this node claimed / swept, poll failures (for metrics and tests)
+        self.claimed = 0
+        self.swept = 0
+        self.poll_errors = 0
+
+    # ---------------------------------------------------------------- Timers protocol
+    def set_callback(self, on_due: DueCallback) -> None:
+        self._on_due = on_due
+
+    def set_owns(self, owns: OwnsFilter | None) -> None:
+        """Claim only due entries of matches for which ``owns(match_id)`` is true; others are left for
+        their owner (None: claim all). Called on the event loop for each candidate; keep it cheap
+        (e.g. ``lambda m: m in manager.runners``)."""
+        self._owns = owns
+
+    async def start(self) -> None:
+        """Start the poll loop (idempotent)."""
+        if self._closed:
+            raise RuntimeError("timers are stopped")
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._poll_forever(),
+                                                                name=f"timers-{self.node_id}")
+
+    async def stop(self) -> None:
+        """Stop polling, try once more to write pending schedules, close the client if it is ours.
+        Idempotent. Entries stay in Redis for the nodes that take the matches over."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+        if self._writes:
+            try:
+                await asyncio.wait_for(self._flush(), 2.0)
+            except (RedisError, OSError, asyncio.TimeoutError) as exc:
+                log.warning("node %s: %d deadline writes not saved at stop: %s",
+                            self.node_id, len(self._writes), exc)
+        if self._own_client:
+            await self._client.aclose()
+
+    async def schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
+        """Arrange ``on_due(match_id, phase_id)`` at ``due_at`` (epoch seconds) or within
+        ``poll_interval`` after, on exactly one node (the owner's). Scheduling the same phase again
+        moves the deadline."""
+        await self._write(member_of(match_id, phase_id), float(due_at))
+
+    async def cancel(self, match_id: str, phase_id: int) -> None:
+        """Remove the deadline (on every node: the set is shared). No error if there is none."""
+        await self._write(member_of(match_id, phase_id), None)
+
+    # ---------------------------------------------------------------- inspection
+    async def due_at(self, match_id: str, phase_id: int) -> float | None:
+        """The stored due time of a deadline, None if there is none (or it was claimed)."""
+        return await self._client.zscore(self.key, member_of(match_id, phase_id))
+
+    async def size(self) -> int:
+        """Entries in the shared set (every node's)."""
+        return await self._client.zcard(self.key)
+
+    # ---------------------------------------------------------------- writes
+    async def _write(self, member: str, score: float | None) -> None:
+        self._writes.pop(member, None)
+        self._writes[member] = score
+        try:
+            await self._flush()
+        except (RedisError, OSError) as exc:
+            log.warning("node %s: deadline write for %s deferred (%s); retrying in the poll loop",
+                        self.node_id, member, exc)
+
+    async def _flush(self) -> None:
+        """Write every pending schedule/cancel in one pipeline. Only one flush runs at a time, so
+        per member the last call wins in Redis as it does locally."""
+        async with self._write_lock:
+            if not self._writes:
+                return
+            batch, self._writes = self._writes, {}
+            adds = {m: s for m, s in batch.items() if s is not None}
+            removes = [m for m, s in batch.items() if s is None]
+            try:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    if adds:
+                        pipe.zadd(self.key, adds)
+                    if removes:
+                        pipe.zrem(self.key, *removes)
+                    await pipe.execute()
+            except BaseException:
+                for member, score in batch.items():  # keep what is newer
+                    self._writes.setdefault(member, score)
+                raise
+
+    # ---------------------------------------------------------------- polling
+    async def _poll_forever(self) -> None:
+        failures = 0
+        while True:
+            try:
+                if self._writes:
+                    await self._flush()
+                await self.poll_once()
+                if failures:
+                    log.warning("node %s: deadline polling recovered after %d failures", self.node_id, failures)
+                failures = 0
+                delay = self.poll_interval
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                self.poll_errors += 1
+                if failures == 1 or failures % 100 == 0:
+                    log.warning("node %s: deadline poll failed (%d in a row): %s", self.node_id, failures, exc)
+                delay = min(self.poll_interval * 2 ** failures, 2.0)
+            await asyncio.sleep(delay)
+
+    async def poll_once(self) -> int:
+        """One poll: claim the due entries this node owns and call back for each. Returns how many
+        were claimed. Raises RedisError/OSError when Redis is unreachable."""
+        now = time.time()
+        total = 0
+        offset = 0
+        while True:
+            members = await self._client.zrangebyscore(self.key, "-inf", now, start=offset, num=self.BATCH)
+            if not members:
+                break
+            owned = []
+            for member in members:
+                match_id, _ = parse_member(member)
+                if self._owns is None or self._owns(match_id):
+                    owned.append(member)
+            claimed = await self._claim(keys=[self.key], args=[repr(now), *owned]) if owned else []
+            for member in claimed:
+                self._fire(*parse_member(member))
+            total += len(claimed)
+            if len(members) < self.BATCH:
+                break
+            # claimed members left the range; the others (not ours, or claimed elsewhere) stay before
+            # the next page. Entries another node removes meanwhile may shift a few past this page:
+            # the next poll starts again from the first.
+            offset += len(members) - len(claimed)
+        self.claimed += total
+        if self.orphan_after is not None and now >= self._next_sweep:
+            self._next_sweep = now + max(1.0, min(self.orphan_after / 4, 30.0))
+            swept = await self._sweep(keys=[self.key],
+                                      args=[repr(now - self.orphan_after), self.lease_prefix or "", self.BATCH])
+            if swept:
+                self.swept += swept
+                log.info("node %s: swept %d orphaned deadlines (due over %.0f s ago, no lease)",
+                         self.node_id, swept, self.orphan_after)
+        return total
+
+    def _fire(self, match_id: str, phase_id: int) -> None:
+        if self._on_due is None:
+            log.warning("node %s: deadline %s:%s claimed with no callback set", self.node_id, match_id, phase_id)
+            return
+        try:
+            self._on_due(match_id, phase_id)
+        except Exception:
+            log.exception("node %s: deadline callback failed for %s:%s", self.node_id, match_id, phase_id)
