@@ -20,6 +20,7 @@ from app.games.warrior.cards import ATTACK, CREATURE, ROUND_KEEP, SIEGE_ENGINE, 
 from app.games.warrior.state import KEEP, PLACE_WIZARDS, Timing, WarriorState
 
 LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
+#: "D": a creature with two or more symbols (only in card sets that have one).
 
 
 class ScriptedRng(Rng):
@@ -54,6 +55,8 @@ class ScriptedRng(Rng):
 
 
 def _symbol_match(card, letter: str) -> bool:
+    if letter == "D":
+        return card.symbol_total >= 2
     sym = LETTERS[letter]
     return getattr(card, sym) > 0 and card.symbol_total == 1
 
@@ -77,7 +80,7 @@ def position(
     """Build a position and run the flow to its first decision point. Returns (state, events).
 
     - ``nations``: {seat: {race: "IIAK"}}: creatures in placement order, one letter per creature
-      (I infantry, A archer, K knight).
+      (I infantry, A archer, K knight; D a creature with two or more symbols, custom sets only).
     - ``wizards``: {seat: [race, ...]} wizards in play; ``engines``: {seat: count} siege engines.
     - ``attacks``: [(seat, attack number, race | None)]: attack cards kept this round, run in number
       order from the start (the first attack's siege window or target prompt is opened).
