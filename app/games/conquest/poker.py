@@ -18,6 +18,7 @@ from phevaluator import evaluate_7cards as _evaluate_7cards
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
 DECK = tuple(range(52))
+NAMES = tuple(r + s for r in RANKS for s in SUITS)
 
 #: Upper bounds of each category's ranks (Cactus Kev numbering used by phevaluator).
 _CATEGORIES = (
@@ -35,7 +36,7 @@ _CATEGORIES = (
 
 def card_name(card: int) -> str:
     """``"Ac"`` for card 48."""
-    return RANKS[card >> 2] + SUITS[card & 3]
+    return NAMES[card]
 
 
 def parse_card(name: str) -> int:

@@ -148,13 +148,16 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
 
 
 def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
-    """A table whose own 52-card deck is reshuffled, with a new face-down flop (1.3)."""
-    if stacked is None:
-        deck = list(range(52))
-        st.rng.shuffle(deck)
-    else:
-        deck = stacked
-    return Table(tuple(st.deal(card) for card in deck[:3]), tuple(deck[3:]))
+    """A table whose own 52-card deck is reshuffled, with a new face-down flop (1.3). ``stacked``
+    (test support): the whole deck in order, top first."""
+    if stacked is not None:
+        return Table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
+    deck = list(range(52))
+    rng = st.rng
+    for i in range(3):  # the first Fisher–Yates steps; the rest of the deck is shuffled lazily
+        j = i + rng.randbelow(52 - i)
+        deck[i], deck[j] = deck[j], deck[i]
+    return Table(tuple(deck[:3]), tuple(deck[3:]), 0)
 
 
 def stacked_position(
@@ -290,7 +293,10 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     if kind != ACTION_OF_PHASE[state.phase]:
         raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
     submission = _VALIDATORS[kind](state, seat, action)
-    st = state.clone()
+    resolves = len(state.submissions) + (seat not in state.submissions) >= len(state.required)
+    # A plain submission changes only ``submissions``; the last one resolves the phase, which may
+    # change everything, so it works on a full copy (battles included).
+    st = state.clone() if resolves else state.clone_submission()
     st.submissions[seat] = submission
     events = [Event("submitted", {"seat": seat, "phase_id": st.phase_id, "kind": KIND_OF_PHASE[st.phase]})]
     _run(st, events)
@@ -469,7 +475,7 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
             events.append(Event("table_passed", {"land": land, "from": holder, "to": attackers[0]}))
             continue
         table = st.tables[land]
-        battles[land] = Battle(land, holder, attackers, defender, table.flop, table.deck)
+        battles[land] = Battle(land, holder, attackers, defender, table.deck, table.fixed)
     st.passed = tuple(passed)
     st.battles = battles
     required = []
@@ -481,7 +487,7 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
         events.append(Event("pool_dealt", {"seat": seat, "lands": lands, "cards": [_card(d) for d in pool]},
                             frozenset((seat,))))
         if len(lands) == 1:  # one table: nothing to decide
-            battle = battles[lands[0]] = battles[lands[0]].copy()
+            battle = battles[lands[0]]
             battle.hands[seat] = pool
         else:
             st.pools[seat] = pool
@@ -492,7 +498,7 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
 def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     """2 cards per battle table from the seat's own deck for this round, which leaves out the flops
     of those tables (2.3)."""
-    excluded = {dealt[0] for land in lands for dealt in st.battles[land].flop}
+    excluded = {card for land in lands for card in st.tables[land].flop}
     stacked = [c for c in st.pool_stack.pop(seat, ()) if c not in excluded]
     excluded.update(stacked)
     rest = [c for c in range(52) if c not in excluded]
@@ -511,7 +517,7 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
     for seat in sorted(st.submissions):
         hands = st.submissions[seat]
         for land, hand in hands:
-            battle = st.battles[land] = st.battles[land].copy()
+            battle = st.battles[land]
             battle.hands[seat] = hand
         events.append(Event("hands_set", {"seat": seat, "hands": [
             {"land": land, "cards": [_card(d) for d in hand]} for land, hand in hands]}, frozenset((seat,))))
@@ -520,9 +526,10 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         _end_round(st, events)
         return
     for land in sorted(st.battles):
-        battle = st.battles[land] = st.battles[land].copy()
+        battle = st.battles[land]
+        battle.flop = tuple(st.deal(card) for card in st.tables[land].flop)
         if battle.holder == NEUTRAL:
-            battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2))
+            battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
         events.append(Event("battle_started", {
             "land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
             "defender": battle.defender, "flop": [_card(d) for d in battle.flop],
@@ -530,19 +537,30 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
     _stage_step(st, events, STAGE_TURN)
 
 
-def _draw_from_table(st: State, battle: Battle, count: int) -> list[Dealt]:
-    """Draw from the table's deck, leaving out every participant's hand (3.8; the flop is already
-    out of the deck). ``battle`` must be a copy owned by ``st``."""
+def _draw_from_table(st: State, battle: Battle, count: int, issue: bool = True) -> list[Dealt]:
+    """Draw ``count`` cards from the table's deck, leaving out every participant's hand (3.8; the
+    flop is already out of the deck), finishing the lazy shuffle one step per position reached.
+    ``issue``: give the cards wire tokens now; else their token is ``""`` until they are first shown
+    (the neutral's hand, at the final). ``battle`` must belong to ``st`` (states are cloned with their battles before a resolution)."""
     in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
     deck = list(battle.deck)
+    fixed = battle.fixed
+    rng = st.rng
     drawn = []
     i = 0
     while len(drawn) < count:
+        if i >= fixed:
+            j = i + rng.randbelow(len(deck) - i)
+            deck[i], deck[j] = deck[j], deck[i]
+            fixed = i + 1
         if deck[i] in in_hands:
             i += 1
             continue
-        drawn.append(st.deal(deck.pop(i)))
+        card = deck.pop(i)
+        drawn.append(st.deal(card) if issue else (card, ""))
+        fixed -= 1
     battle.deck = tuple(deck)
+    battle.fixed = fixed
     return drawn
 
 
@@ -553,7 +571,7 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
     open_battles = [land for land in sorted(st.battles) if st.battles[land].stage != STAGE_DONE]
     out_status = OUT_TURN if stage == STAGE_TURN else OUT_RIVER
     for land in open_battles:
-        battle = st.battles[land] = st.battles[land].copy()
+        battle = st.battles[land]
         paid, out = [], []
         for seat in battle.live():
             if seat == NEUTRAL:
@@ -592,7 +610,7 @@ def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
     status = FOLD_TURN if stage == STAGE_TURN else FOLD_RIVER
     for seat in sorted(st.submissions):
         for land in st.submissions[seat]:
-            battle = st.battles[land] = st.battles[land].copy()
+            battle = st.battles[land]
             battle.status[seat] = status
             refund = fold_refund(st, battle, seat, stage)
             st.mana[seat] += refund
@@ -605,7 +623,6 @@ def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
             continue
         live = battle.live()
         if len(live) <= 1:
-            battle = st.battles[land] = battle.copy()
             _settle(st, battle, live, events)
         else:
             contested.append(land)
@@ -619,7 +636,7 @@ def _resolve_turn(st: State, events: list[Event]) -> None:
 
 def _resolve_river(st: State, events: list[Event]) -> None:
     for land in _apply_folds(st, events, STAGE_RIVER):
-        battle = st.battles[land] = st.battles[land].copy()
+        battle = st.battles[land]
         _final(st, battle, events)
     _end_round(st, events)
 
@@ -634,6 +651,8 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
     winners = [seat for seat in live if ranks[seat] == best]
     battle.finalists = tuple(live)
     battle.ranks = ranks
+    if NEUTRAL in ranks:  # the neutral's hand is shown for the first time: it gets its tokens now
+        battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in battle.hands[NEUTRAL])
     events.append(Event("showdown", {"land": battle.land, "hands": [
         {"seat": _who(seat), "cards": [_card(d) for d in battle.hands[seat]], "category": poker.category(ranks[seat])}
         for seat in live]}))

@@ -1,8 +1,8 @@
 """Hold'em Conquest match state: plain slots classes of ints, tuples and small dicts.
 
 Copy-on-write discipline: a :class:`State` handed to a caller is never changed again. ``apply``
-works on ``state.clone()`` (a shallow copy whose mutable containers are copied), and a
-:class:`Battle` is copied with :meth:`Battle.copy` before any change. :class:`Table` and
+stores a plain submission on ``state.clone_submission()`` (only ``submissions`` copied) and resolves
+a phase on ``state.clone()`` (containers and battles copied, rng cloned). :class:`Table` and
 :class:`~app.games.conquest.board.Board` are immutable.
 
 A *dealt card* is the pair ``(card, token)``: ``card`` is an int 0..51 (``rank * 4 + suit``, the
@@ -62,14 +62,21 @@ class Options(BaseModel):
 
 
 class Table:
-    """The table on one land (conquest.md 1.3): its face-down ``flop`` (3 dealt cards) and the rest
-    of its own 52-card ``deck`` in draw order (cards 0..51, top first). Immutable."""
+    """The table on one land (conquest.md 1.3), immutable.
 
-    __slots__ = ("flop", "deck")
+    - ``flop``: its 3 face-down cards (ints). They get wire tokens only when their battle starts and
+      they are turned up (3.1); until then nothing about them leaves the server.
+    - ``deck``: the rest of the table's own 52-card deck; ``fixed``: how many of its top cards are in
+      their final order. The rest is shuffled lazily, one Fisher–Yates step per card drawn — the same
+      distribution as a full shuffle, at the cost of the cards actually drawn.
+    """
 
-    def __init__(self, flop: tuple[Dealt, ...], deck: tuple[int, ...]) -> None:
+    __slots__ = ("flop", "deck", "fixed")
+
+    def __init__(self, flop: tuple[int, ...], deck: tuple[int, ...], fixed: int) -> None:
         self.flop = flop
         self.deck = deck
+        self.fixed = fixed
 
 
 class Battle:
@@ -82,8 +89,8 @@ class Battle:
     - ``hands``: participant -> its 2 dealt cards (the neutral's are dealt when the battle starts).
     - ``status``: participant -> LIVE / FOLD_* / OUT_*; ``paid``: seat -> stake paid (turn + river,
       conquest.md 1.5); ``refunded``: seat -> mana given back.
-    - ``flop``/``turn``/``river``: dealt cards (turn/river None until open); ``deck``: the table's
-      remaining deck at this point.
+    - ``flop``/``turn``/``river``: dealt cards, ``()``/None until the battle starts / the card opens;
+      ``deck``/``fixed``: the table's remaining deck at this point (see :class:`Table`).
     - ``stage``: STAGE_*; ``winner``: the seat (or NEUTRAL) holding the land after the battle;
       ``result``: how it was settled ("final", "tie", "last_standing", "none_left").
     - ``finalists``: participants whose hands reached the final (shown to all, 4.1);
@@ -92,11 +99,11 @@ class Battle:
 
     __slots__ = (
         "land", "holder", "attackers", "defender", "seats", "hands", "status", "paid", "refunded",
-        "flop", "turn", "river", "deck", "stage", "winner", "result", "finalists", "ranks",
+        "flop", "turn", "river", "deck", "fixed", "stage", "winner", "result", "finalists", "ranks",
     )
 
     def __init__(self, land: int, holder: int, attackers: tuple[int, ...], defender: int | None,
-                 flop: tuple[Dealt, ...], deck: tuple[int, ...]) -> None:
+                 deck: tuple[int, ...], fixed: int) -> None:
         self.land = land
         self.holder = holder
         self.attackers = attackers
@@ -107,10 +114,11 @@ class Battle:
         self.status: dict[int, str] = {s: LIVE for s in self.seats}
         self.paid: dict[int, int] = {s: 0 for s in players}
         self.refunded: dict[int, int] = {s: 0 for s in players}
-        self.flop = flop
+        self.flop: tuple[Dealt, ...] = ()
         self.turn: Dealt | None = None
         self.river: Dealt | None = None
         self.deck = deck
+        self.fixed = fixed
         self.stage = STAGE_ASSIGN
         self.winner: int | None = None
         self.result: str | None = None
@@ -132,6 +140,7 @@ class Battle:
         new.turn = self.turn
         new.river = self.river
         new.deck = self.deck
+        new.fixed = self.fixed
         new.stage = self.stage
         new.winner = self.winner
         new.result = self.result
@@ -196,9 +205,36 @@ class State:
     pool_stack: dict[int, tuple[int, ...]]
     result: tuple[dict[int, int], dict[int, float], str] | None
 
+    def clone_submission(self) -> "State":
+        """A copy that may change only ``submissions`` (everything else is shared with ``self``)."""
+        new = State.__new__(State)
+        new.seats = self.seats
+        new.options = self.options
+        new.board = self.board
+        new.tokens = self.tokens
+        new.rng = self.rng
+        new.dealt = self.dealt
+        new.round = self.round
+        new.phase = self.phase
+        new.phase_id = self.phase_id
+        new.owner = self.owner
+        new.mana = self.mana
+        new.out_round = self.out_round
+        new.tables = self.tables
+        new.required = self.required
+        new.submissions = dict(self.submissions)
+        new.attacks = self.attacks
+        new.defences = self.defences
+        new.passed = self.passed
+        new.battles = self.battles
+        new.pools = self.pools
+        new.pool_stack = self.pool_stack
+        new.result = self.result
+        return new
+
     def clone(self) -> "State":
-        """A copy safe to change: containers are copied, battles and tables are shared (copy a
-        Battle before changing it), the rng is cloned."""
+        """A copy safe to change anywhere: containers and battles are copied, tables (immutable)
+        and the board are shared, the rng is cloned."""
         new = State.__new__(State)
         new.seats = self.seats
         new.options = self.options
@@ -218,7 +254,7 @@ class State:
         new.attacks = dict(self.attacks)
         new.defences = self.defences
         new.passed = self.passed
-        new.battles = dict(self.battles)
+        new.battles = {land: battle.copy() for land, battle in self.battles.items()}
         new.pools = dict(self.pools)
         new.pool_stack = dict(self.pool_stack)
         new.result = self.result

@@ -52,23 +52,19 @@ def hand_visible(battle: Battle, participant: int, viewer: int) -> bool:
 
 
 def hidden_tokens(state: State, viewer: int) -> set[str]:
-    """Card ids ``viewer`` (a seat, SPECTATOR or ADMIN) must not see now: unopened flops, other
-    seats' pools, and hands neither theirs nor shown at a final (4.2, 4.3). Empty for ADMIN."""
+    """Card ids ``viewer`` (a seat, SPECTATOR or ADMIN) must not see now: other seats' pools, and
+    hands neither theirs nor shown at a final (4.2). Unopened flops (4.3) have no ids at all: a flop
+    card gets its id when its battle starts. Empty for ADMIN."""
     if viewer == ADMIN:
         return set()
     hidden: set[str] = set()
-    for land, table in enumerate(state.tables):
-        if not flop_visible(state, land, viewer):
-            hidden.update(dealt[1] for dealt in table.flop)
     for seat, pool in state.pools.items():
         if seat != viewer:
             hidden.update(dealt[1] for dealt in pool)
     for battle in state.battles.values():
-        if battle.stage == STAGE_ASSIGN:
-            hidden.update(dealt[1] for dealt in battle.flop)
         for participant, hand in battle.hands.items():
             if not hand_visible(battle, participant, viewer):
-                hidden.update(dealt[1] for dealt in hand)
+                hidden.update(dealt[1] for dealt in hand if dealt[1])
     return hidden
 
 
@@ -76,7 +72,17 @@ def _card(dealt: Dealt, visible: bool, admin: bool) -> dict[str, Any]:
     if visible:
         return {"id": dealt[1], "card": poker.card_name(dealt[0])}
     if admin:
-        return {"id": dealt[1], "card": poker.card_name(dealt[0]), "hidden": True}
+        shown = {"card": poker.card_name(dealt[0]), "hidden": True}
+        if dealt[1]:
+            shown["id"] = dealt[1]
+        return shown
+    return dict(_FACE_DOWN)
+
+
+def _face_down(card: int, admin: bool) -> dict[str, Any]:
+    """An unopened flop card: nothing for players and spectators, its face for the admin."""
+    if admin:
+        return {"card": poker.card_name(card), "hidden": True}
     return dict(_FACE_DOWN)
 
 
@@ -114,7 +120,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         "land": battle.land,
         "holder": _who(battle.holder),
         "stage": battle.stage,
-        "flop": [_card(d, started, admin) for d in battle.flop],
+        "flop": [_card(d, True, admin) for d in battle.flop] if started else None,
         "turn": None if battle.turn is None else _card(battle.turn, True, admin),
         "river": None if battle.river is None else _card(battle.river, True, admin),
         "participants": participants,
@@ -149,12 +155,15 @@ def view(state: State, viewer: int) -> dict[str, Any]:
     for land in range(board.size):
         q, r = board.coords[land]
         owner = state.owner[land]
-        open_ = flop_visible(state, land, viewer)
+        if flop_visible(state, land, viewer):
+            flop = [_card(d, True, admin) for d in state.battles[land].flop]
+        else:
+            flop = [_face_down(card, admin) for card in state.tables[land].flop]
         lands.append({
             "id": land, "q": q, "r": r,
             "owner": None if owner == NEUTRAL else owner,
             "neighbours": list(board.neighbours[land]),
-            "flop": [_card(d, open_, admin) for d in state.tables[land].flop],
+            "flop": flop,
         })
     seats = [{
         "seat": seat,
