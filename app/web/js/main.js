@@ -1,0 +1,54 @@
+// The play client: a hash router over the welcome, home, lobby and match pages.
+import { savedPlayer, savePlayer, api } from "./api.js";
+import { h, replace } from "./dom.js";
+import { renderHome, renderLobby, renderWelcome } from "./lobby.js";
+import { renderMatch } from "./match.js";
+
+const root = document.getElementById("app");
+const who = document.getElementById("who");
+let cleanup = null;
+let generation = 0;
+
+function showWho() {
+  const me = savedPlayer();
+  replace(who, me ? [h("span", "Playing as ", h("strong#me-name", me.player.name)),
+    h("button.small.link", { type: "button", on: { click: () => { savePlayer(null); location.hash = "#/"; route(); } } }, "sign out")] : null);
+}
+
+async function route() {
+  generation += 1;
+  const mine = generation;
+  const stillHere = () => mine === generation;
+  if (cleanup) {
+    try { cleanup(); } catch { /* ignore */ }
+    cleanup = null;
+  }
+  showWho();
+  const me = savedPlayer();
+  if (!me) {
+    renderWelcome(root, route);
+    return;
+  }
+  const [, page, id] = (location.hash || "#/").replace(/^#/, "").split("/");
+  document.body.dataset.page = page || "home";
+  if (page === "lobby" && id) {
+    await renderLobby(root, id, { stillHere });
+  } else if (page === "match" && id) {
+    const stop = await renderMatch(root, id, { stillHere });
+    if (stillHere()) cleanup = stop;
+    else stop();
+  } else {
+    await renderHome(root, { stillHere });
+  }
+}
+
+window.addEventListener("hashchange", route);
+// a token this server no longer knows (e.g. a fresh database): start again as a new guest
+if (savedPlayer()) {
+  api("GET", "/players/me").then(route, (exc) => {
+    if (exc.status === 401) savePlayer(null);
+    route();
+  });
+} else {
+  route();
+}

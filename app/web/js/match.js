@@ -1,0 +1,221 @@
+// The match page: connection, prompt bar with live countdowns, players, the game's board, event
+// log, errors and the final standings. The game-specific part lives in games/<id>.js.
+import { api, ApiError, savedPlayer } from "./api.js";
+import { MatchConnection } from "./conn.js";
+import { h, replace, seatColour, secondsLeft, shortId, words, toast, ordinal } from "./dom.js";
+import { gameTitle, games } from "./lobby.js";
+import * as fallback from "./games/fallback.js";
+
+const GAME_MODULES = {
+  provinces: () => import("./games/provinces.js"),
+  conquest: () => import("./games/conquest.js"),
+  warrior: () => import("./games/warrior.js"),
+};
+
+/** Load the board module of a game; an unknown game (or one whose module fails) gets the raw view. */
+export async function gameModule(id) {
+  try {
+    if (GAME_MODULES[id]) return await GAME_MODULES[id]();
+  } catch (exc) {
+    console.warn("no board for", id, exc);
+  }
+  return fallback;
+}
+
+/** Text for the prompt bar: who the match waits for and how long. */
+export function promptText(prompts, mySeat, name) {
+  const parts = [];
+  let mine = null;
+  const bySeat = [];
+  for (const p of prompts) {
+    const left = secondsLeft(p.deadline_at);
+    const time = left === null ? "" : `, ${left} s`;
+    if (p.seat === mySeat && !p.submitted) mine = `Your move: ${words(p.kind)}${left === null ? "" : ` — ${left} s left`}`;
+    bySeat.push({ p, time });
+  }
+  const waiting = bySeat.filter(({ p }) => !p.submitted && p.seat !== mySeat);
+  const done = bySeat.filter(({ p }) => p.submitted);
+  if (waiting.length) {
+    parts.push("waiting for: " + waiting.map(({ p, time }) => `${name(p.seat)} (${words(p.kind)}${time})`).join(", "));
+  }
+  if (done.length) parts.push("submitted: " + done.map(({ p }) => name(p.seat)).join(", "));
+  return { mine, others: parts.join(" · ") };
+}
+
+export async function renderMatch(root, matchId, { stillHere }) {
+  const me = savedPlayer();
+  replace(root, h("p.muted", "Loading match…"));
+  await games().catch(() => null);
+  let meta;
+  try {
+    meta = await api("GET", `/matches/${matchId}`);
+  } catch (exc) {
+    replace(root, h("section.card-panel", h("p.error", exc instanceof ApiError ? exc.message : String(exc)), h("a.button", { href: "#/" }, "Back to lobbies")));
+    return () => {};
+  }
+  const module = await gameModule(meta.game);
+  const names = meta.seats.map((s) => s.name || `seat ${s.seat}`);
+  const bots = meta.seats.map((s) => s.bot);
+  const mySeatFromMeta = meta.seats.findIndex((s) => s.player_id === me.player.id);
+
+  const connBadge = h("span#conn-status.badge", "connecting");
+  const promptBar = h("div#prompt-bar.prompt-bar");
+  const errorBar = h("div#error-bar.error-bar", { hidden: true });
+  const seatsBox = h("div#seats.panel");
+  const boardBox = h("div#board.board-area");
+  const controls = h("div#controls.panel");
+  const logList = h("ol#event-log.log");
+  const outcomeBox = h("div#outcome");
+  const phaseLine = h("span.phase-line");
+  replace(root,
+    h("section.match", { dataset: { game: meta.game } },
+      h("div.match-head",
+        h("h2", gameTitle(meta.game)), phaseLine,
+        h("span.muted.small", `match ${shortId(matchId)}`),
+        connBadge,
+        h("a.button.small", { href: "#/" }, "Lobbies")),
+      promptBar, errorBar, outcomeBox,
+      h("div.match-body",
+        boardBox,
+        h("aside.side", seatsBox, controls,
+          h("div.panel.log-panel", h("h3", "Events"), logList)))));
+
+  let last = null;
+  let ended = null;
+  let errorTimer = null;
+  const plainName = (seat) => names[seat] ?? `seat ${seat}`;
+
+  function showError(err) {
+    const text = `${err.message}`;
+    replace(errorBar, h("strong", "Not allowed: "), text, h("span.code", ` (${err.code})`));
+    errorBar.hidden = false;
+    clearTimeout(errorTimer);
+    errorTimer = setTimeout(() => { errorBar.hidden = true; }, 10000);
+  }
+
+  const ctx = {
+    board: boardBox,
+    panel: controls,
+    seat: null,
+    readOnly: false,
+    admin: false,
+    name: plainName,
+    act: async (action) => {
+      try {
+        const version = await conn.act(action);
+        errorBar.hidden = true;
+        return version;
+      } catch (err) {
+        showError(err);
+        throw err;
+      }
+    },
+  };
+  const board = module.createBoard(ctx);
+
+  function renderPrompt() {
+    if (!last) return;
+    const status = ended?.status || last.status;
+    promptBar.className = "prompt-bar";
+    if (status !== "running") {
+      replace(promptBar, status === "aborted" ? "This match was aborted." : "The match is over.");
+      promptBar.classList.add("over");
+      return;
+    }
+    const { mine, others } = promptText(last.prompts, last.seat, plainName);
+    if (mine) promptBar.classList.add("mine");
+    replace(promptBar, mine ? h("strong.your-move", mine) : null, others ? h("span.waiting", others) : null);
+  }
+
+  function renderSeats() {
+    const view = last.view;
+    const current = new Set(last.prompts.filter((p) => !p.submitted).map((p) => p.seat));
+    const order = view.seat_order || names.map((_, i) => i);
+    replace(seatsBox, h("h3", "Players"), h("ul.seat-list", order.map((seat) => h("li", {
+      class: [current.has(seat) ? "active" : "", seat === last.seat ? "me" : ""].join(" "), dataset: { seat },
+    },
+    h("span.swatch", { style: { background: seatColour(seat) } }),
+    h("span.seat-name", plainName(seat), seat === last.seat ? h("span.tag.you", "you") : null, bots[seat] ? h("span.tag", `${bots[seat]} bot`) : null),
+    h("span.seat-stats", module.seatStats ? module.seatStats(view, seat) : ""),
+    current.has(seat) ? h("span.turn-mark", { title: "the match waits for this player" }, "◀") : null))));
+  }
+
+  function addEvents(events, incomplete) {
+    if (incomplete) logList.prepend(h("li.log-minor", "(some earlier events are no longer available)"));
+    for (const ev of events) {
+      const d = (module.describe || fallback.describe)(ev, plainName);
+      if (!d) continue;
+      const item = h("li", { class: `log-${d.kind || "normal"}`, dataset: { type: ev.type, v: ev.v } },
+        h("span.log-bar", { style: { background: seatColour(d.seat) } }),
+        d.detail ? h("details", h("summary", d.text), d.detail) : h("span", d.text));
+      logList.prepend(item);
+    }
+    while (logList.children.length > 300) logList.lastChild.remove();
+  }
+
+  function renderOutcome() {
+    const outcome = ended?.outcome || last?.view?.outcome;
+    const status = ended?.status || last?.status;
+    if (!outcome || status === "running") return;
+    const ranks = Object.entries(outcome.ranks || {}).map(([seat, rank]) => ({ seat: Number(seat), rank }))
+      .sort((a, b) => a.rank - b.rank || a.seat - b.seat);
+    replace(outcomeBox, h("section.card-panel.standings#standings",
+      h("h2", status === "aborted" ? "Match aborted" : "Final standings"),
+      h("p.muted", words(outcome.reason || "")),
+      ranks.length ? h("table.list",
+        h("thead", h("tr", h("th", "Place"), h("th", "Player"), h("th", "Score"))),
+        h("tbody", ranks.map(({ seat, rank }) => h("tr", { class: seat === last?.seat ? "me" : "", dataset: { seat } },
+          h("td", rank === 1 ? "🏆 1st" : ordinal(rank)),
+          h("td", h("span.swatch", { style: { background: seatColour(seat) } }), plainName(seat), seat === last?.seat ? " (you)" : ""),
+          h("td", String(outcome.scores?.[seat] ?? ""))))) ) : null,
+      ended?.seed ? h("p.muted.small.mono", `seed ${ended.seed} · sha256 ${ended.seed_hash}`) : null,
+      h("a.button", { href: "#/" }, "Back to lobbies")));
+  }
+
+  function onMessage(msg) {
+    if (msg.type === "state") {
+      const first = !last;
+      last = msg;
+      ctx.seat = msg.seat;
+      ctx.readOnly = msg.seat === null;
+      phaseLine.textContent = module.phaseText ? module.phaseText(msg.view) : "";
+      board.update(msg);
+      renderSeats();
+      renderPrompt();
+      addEvents(msg.events || [], msg.events_complete === false && !first);
+      if (msg.status !== "running") renderOutcome();
+      window.__bannerfall.state = msg;
+    } else if (msg.type === "ended") {
+      ended = msg;
+      renderPrompt();
+      renderOutcome();
+    } else if (msg.type === "error") {
+      showError(msg);
+      toast(`${msg.message} (${msg.code})`, "error");
+    }
+  }
+
+  function onStatus(status, detail) {
+    connBadge.textContent = words(status) + (detail && status !== "connected" ? ` — ${detail}` : "");
+    connBadge.className = `badge conn-${status}`;
+    if (status === "replaced") {
+      replace(errorBar, "This match is open in another tab or window. ",
+        h("button.small", { type: "button", on: { click: () => { conn.attempt = 1; conn._open(); errorBar.hidden = true; } } }, "Play here"));
+      errorBar.hidden = false;
+    }
+  }
+
+  const conn = new MatchConnection({ matchId, token: me.token, onMessage, onStatus });
+  window.__bannerfall = { conn, state: null, seat: mySeatFromMeta };
+  conn.start();
+  const ticker = setInterval(() => {
+    if (!stillHere()) return;
+    renderPrompt();
+  }, 250);
+
+  return () => {
+    clearInterval(ticker);
+    conn.stop();
+    board.destroy();
+  };
+}
