@@ -380,7 +380,10 @@ class ProvincesGame:
         ``not_your_turn``, ``action_limit`` and the codes of each action (docs/games/provinces.md)."""
         if state.result is not None:
             raise IllegalAction("match_over", "the match is over")
-        kind = action_type(action)
+        # Fast path for the usual plain dict; anything else goes through the shared checks.
+        kind = action.get("type") if type(action) is dict else action_type(action)
+        if type(kind) is not str:
+            raise IllegalAction("malformed_action", "an action needs a string 'type'")
         if type(seat) is not int or seat != state.current:
             raise IllegalAction("not_your_turn", "it is not your turn")
         handler = _HANDLERS.get(kind)
@@ -502,7 +505,7 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
                 }
                 for duel in duels
             ],
-            "routed": [side for side, hit in (("attacker", a_routed), ("defender", d_routed)) if hit],
+            "routed": [side for side, hit in (("attacker", a_routed), ("defender", d_routed)) if hit] if duels else [],
             "result": "conquered" if conquered else "repelled",
             "occupying": of_a(survivors) if conquered else [],
             "returned": [] if conquered else of_a(survivors),

@@ -81,7 +81,9 @@ def render(state: State, viewer: int) -> dict[str, Any]:
             "garrison": shown,
             "frontline": frontline,
             "attacked": (attacked >> p) & 1 == 1,
-            "received": (received >> p) & 1 == 1,
+            # Rule 6.2: a move of hidden jokers only must leave no trace for others, so whether a
+            # province received cards this turn is told to its owner (and the admin) only.
+            "received": (received >> p) & 1 == 1 if owner == viewer or admin else None,
         })
     eliminated = state.eliminated
     result = state.result
@@ -104,7 +106,8 @@ def render(state: State, viewer: int) -> dict[str, Any]:
             for s in range(seats)
         ],
         "provinces": provinces,
-        "actions_this_turn": state.actions,
+        # Counted for the seat to move (and the admin) only: others could count hidden-joker moves.
+        "actions_this_turn": state.actions if viewer == state.current or admin else None,
         "options": {
             "turn_seconds": state.options.turn_seconds,
             "max_rounds": state.options.max_rounds,

@@ -374,6 +374,7 @@ def test_3_7_empty_province_taken_without_duel_and_empty_stays_owner():
     after, events = attack(state, 0, 1)
     battle = only(events, "battle")
     assert battle["duels"] == [] and battle["result"] == "conquered" and battle["retreat"] is None
+    assert battle["routed"] == []
     assert after.owners == (0, 0, 1) and after.garrisons[0] == () and specs(after.garrisons[1]) == ["2"]
 
 
@@ -578,6 +579,25 @@ def test_6_2_events_never_show_unrevealed_jokers_to_others():
     assert wire_specs(battle_public["retreat"]["destroyed"]) == ["K"]
     assert defender_joker in json.dumps(battle_defender) and defender_joker not in json.dumps(battle_public)
     assert defender_joker not in json.dumps(battle_attacker)
+
+
+def test_6_2_moving_or_sorting_hidden_jokers_leaves_no_trace_for_others():
+    state = build_position(
+        cells=CLUSTER, owners=[0, 1, 1, 1, 0],
+        garrisons=[["A", "joker"], ["2"], ["3"], ["4"], ["joker", "joker", "5"]],
+    )
+    t = tokens(state, 0)
+    moved, events = move(state, 0, 4, [t[1]])
+    t4 = tokens(moved, 4)  # joker, joker, 5, the moved joker
+    resorted, events2 = GAME.apply(moved, 0, {"type": "sort", "province": 4, "order": [t4[3], t4[1], t4[2], t4[0]]})
+    for viewer in (1, SPECTATOR):
+        before = GAME.view(state, viewer)
+        assert GAME.view(moved, viewer) == before and GAME.view(resorted, viewer) == before
+        assert not [e for e in events if e.visible_to(viewer)]
+        assert [e.data for e in events2 if e.visible_to(viewer)] == [{"seat": 0, "province": 4, "order": [t4[2]]}]
+    own = GAME.view(moved, 0)
+    assert own["provinces"][4]["received"] is True and own["actions_this_turn"] == 1
+    assert GAME.view(moved, 1)["provinces"][4]["received"] is None
 
 
 def test_6_2_reinforcement_to_others_lists_only_non_jokers():
