@@ -182,7 +182,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
       board.update(msg);
       renderSeats();
       renderPrompt();
-      addEvents(msg.events || [], msg.events_complete === false && !first);
+      addEvents(msg.events || [], msg.events_complete === false);
       if (msg.status !== "running") renderOutcome();
       window.__bannerfall.state = msg;
     } else if (msg.type === "ended") {
