@@ -1,0 +1,193 @@
+"""Engine-level properties: determinism, purity, fuzzing, prompts and defaults, whole bot matches."""
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from app.games.base import SPECTATOR, IllegalAction
+from app.games.warrior import GAME
+from app.games.warrior.bots import CaptainBot, RandomBot
+from app.games.warrior.state import OVER, SIMULTANEOUS
+
+from .helpers import BOT_CLASSES, act, fingerprint, play_match, prompt_dict
+
+
+def _event_log(seed, seats, bot_cls):
+    events = []
+    states = []
+
+    def on_step(state, ev):
+        events.extend(json.dumps(e.to_wire(), sort_keys=True) + repr(e.audience) for e in ev)
+        states.append(fingerprint(state))
+
+    final, steps, log = play_match(seed, seats, bot_cls, on_step=on_step)
+    return final, log, events, states
+
+
+def test_determinism_same_seed_same_actions_same_match():
+    a = _event_log(5, 3, RandomBot)
+    b = _event_log(5, 3, RandomBot)
+    assert a[1] == b[1] and a[2] == b[2] and a[3] == b[3]
+    assert GAME.outcome(a[0]) == GAME.outcome(b[0])
+    # replaying the action log from the seed rebuilds the very same states
+    s = GAME.setup(3, None, (5).to_bytes(8, "big") * 4)
+    for i, (seat, action) in enumerate(a[1]):
+        s, _ = GAME.apply(s, seat, action)
+        assert fingerprint(s) == a[3][i]
+
+
+def test_different_seeds_give_different_matches():
+    a = GAME.setup(2, None, b"a" * 32)
+    b = GAME.setup(2, None, b"b" * 32)
+    assert fingerprint(a) != fingerprint(b)
+
+
+def test_apply_never_mutates_its_input():
+    for seed in range(4):
+        s = GAME.setup(2 + seed % 3, None, bytes([seed + 7]) * 32)
+        bots = [CaptainBot(i) for i in range(4)]
+        while s.phase != OVER:
+            p = next(p for p in GAME.prompts(s) if not p.submitted)
+            action = bots[p.seat].decide(GAME.view(s, p.seat), prompt_dict(p))
+            s, _ = act(s, p.seat, action)  # act() compares fingerprints before and after
+
+
+def _junk(rng: random.Random, s, seat):
+    """Malformed or hostile actions built around the current legal default."""
+    prompts = [p for p in GAME.prompts(s) if p.seat == seat]
+    base = dict(prompts[0].default_action) if prompts else {"type": "keep", "cards": []}
+    junk_values = [None, -1, 10**12, -(10**12), 3.5, True, "", "x" * 5000, [], {}, ["a"] * 100000,
+                   [[1]], {"a": {"b": []}}, [None], [-1], float("nan"), "elves", {"seat": "1", "race": 4}]
+    out = [
+        None, 5, "keep", [], {}, {"type": None}, {"type": 7}, {"type": "explode"}, {"type": "keep"},
+        {"type": "keep", "cards": "abc"}, {"type": "keep", "cards": [1, 2, 3, 4]},
+        {"type": "keep", "cards": ["x"] * 10000}, {"type": "lose", "cards": None},
+        {"type": "target"}, {"type": "target", "target": [1, "elves"]},
+        {"type": "target", "target": {"seat": -1, "race": "elves"}},
+        {"type": "target", "target": {"seat": True, "race": "elves"}},
+        {"type": "target", "target": {"seat": 1, "race": ["elves"]}}, {"type": "target", "nation": {}},
+        {"type": "siege", "shots": [{"engine": None, "target": 3}]}, {"type": "siege", "shots": [[1, 2]]},
+        {"type": "siege", "shots": [{}] * 50}, {"type": "reattack", "face_down": 0},
+        {"type": "reattack", "face_down": ["a"]}, {"type": "place_wizards", "wizards": ["a"]},
+        {"type": "place_wizards", "wizards": {"a": 1}}, {"type": "keep", "cards": [], "attacks": [1]},
+    ]
+    for _ in range(12):
+        mutated = dict(base)
+        key = rng.choice(sorted(mutated) + ["cards", "target", "force", "nation", "wizards", "attacks", "shots"])
+        mutated[key] = rng.choice(junk_values)
+        out.append(mutated)
+    if isinstance(base.get("cards"), list) and base["cards"]:
+        out.append({**base, "cards": base["cards"][:-1] + [base["cards"][0]]})
+        out.append({**base, "cards": base["cards"] + ["zzzzzzzzzzzz"]})
+    if isinstance(base.get("wizards"), dict) and base["wizards"]:
+        out.append({**base, "wizards": {k: 12 for k in base["wizards"]}})
+    if isinstance(base.get("attacks"), dict) and base["attacks"]:
+        out.append({**base, "attacks": {k: "orcs" for k in base["attacks"]}})
+    return out
+
+
+def test_fuzz_only_illegal_action_and_state_unchanged():
+    rng = random.Random(1234)
+    accepted = rejected = 0
+    for seed in range(6):
+        seats = 2 + seed % 3
+        s = GAME.setup(seats, None, bytes([seed + 40]) * 32)
+        bots = [RandomBot(seed * 10 + i) for i in range(seats)]
+        while s.phase != OVER:
+            before = fingerprint(s)
+            for seat in (rng.randrange(seats), rng.choice([-5, seats, 99, True, "0", None])):
+                for action in _junk(rng, s, seat) if isinstance(seat, int) and 0 <= seat < seats else [{"type": "go_on"}]:
+                    try:
+                        GAME.apply(s, seat, action)
+                        accepted += 1
+                    except IllegalAction as exc:
+                        assert re.fullmatch(r"[a-z_]+", exc.code)
+                        rejected += 1
+            assert fingerprint(s) == before  # no junk action touched the state
+            p = next(p for p in GAME.prompts(s) if not p.submitted)
+            s, _ = GAME.apply(s, p.seat, bots[p.seat].decide(GAME.view(s, p.seat), prompt_dict(p)))
+    assert rejected > 1000
+
+
+def test_prompts_invariants_and_defaults_always_legal():
+    for seed in range(6):
+        seats = 2 + seed % 3
+        last_phase_id = -1
+
+        def check(s, events):
+            nonlocal last_phase_id
+            prompts = GAME.prompts(s)
+            if s.phase == OVER:
+                assert prompts == [] and GAME.outcome(s) is not None
+                return
+            assert prompts and GAME.outcome(s) is None
+            assert s.phase_id >= last_phase_id
+            last_phase_id = s.phase_id
+            assert all(p.phase_id == s.phase_id and p.kind == s.phase for p in prompts)
+            assert all(p.simultaneous == (s.phase in SIMULTANEOUS) for p in prompts)
+            view = GAME.view(s, prompts[0].seat)
+            assert view["phase_id"] == s.phase_id and view["phase"] == s.phase
+            # applying every unsubmitted default ends the phase
+            t = s
+            for p in prompts:
+                if not p.submitted:
+                    t, _ = GAME.apply(t, p.seat, dict(p.default_action))
+            assert t.phase_id != s.phase_id
+
+        play_match(seed + 100, seats, BOT_CLASSES[seed % 2], on_step=check)
+
+
+def test_defaults_only_matches_always_end():
+    for seed in range(8):
+        s = GAME.setup(2 + seed % 3, None, bytes([seed + 90]) * 32)
+        steps = 0
+        while s.phase != OVER:
+            p = next(p for p in GAME.prompts(s) if not p.submitted)
+            s, _ = GAME.apply(s, p.seat, dict(p.default_action))
+            steps += 1
+            assert steps < 5000
+        out = GAME.outcome(s)
+        assert out is not None and sorted(out.ranks) == list(range(2 + seed % 3))
+
+
+@pytest.mark.parametrize("bot_cls", [RandomBot, CaptainBot, (CaptainBot, RandomBot)], ids=["random", "captain", "mixed"])
+def test_seeded_bot_matches_end_with_an_outcome(bot_cls):
+    for seed in range(40):
+        seats = 2 + seed % 3
+        s, steps, _ = play_match(seed, seats, bot_cls)
+        out = GAME.outcome(s)
+        assert out is not None and out.reason == "three_rounds_played"
+        assert sorted(out.ranks) == list(range(seats)) and min(out.ranks.values()) == 1
+        assert json.dumps(out.to_wire())
+        # conservation: every card is somewhere
+        total = len(s.pile) + len(s.discards) + sum(len(x) for x in s.creatures) + sum(len(x) for x in s.victory) \
+            + sum(len(x) for x in s.wizards) + sum(len(x) for x in s.engines) + sum(len(x) for x in s.hands)
+        assert total == 90
+
+
+def test_captain_beats_random_more_often_than_not():
+    wins = 0
+    games = 30
+    for seed in range(games):
+        s, _, _ = play_match(seed + 500, 2, (CaptainBot, RandomBot) if seed % 2 == 0 else (RandomBot, CaptainBot))
+        captain = 0 if seed % 2 == 0 else 1
+        if GAME.outcome(s).ranks[captain] == 1:
+            wins += 1
+    assert wins > games // 2
+
+
+def test_view_is_json_and_has_phase_for_every_viewer():
+    s = GAME.setup(4, None, b"views" * 7)
+    for viewer in (0, 1, 2, 3, SPECTATOR, -2):
+        v = GAME.view(s, viewer)
+        json.dumps(v)
+        assert v["phase"] == s.phase and v["phase_id"] == s.phase_id
+
+
+def test_setup_rejects_bad_seat_counts():
+    for seats in (0, 1, 5):
+        with pytest.raises(ValueError):
+            GAME.setup(seats, None, b"x" * 32)
