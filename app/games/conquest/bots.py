@@ -14,8 +14,15 @@ from typing import Any
 
 from app.games.conquest import poker
 
-#: Mana a battle may cost an attacker or defender from activation to final: 1 + 1 + 2.
-BATTLE_BUDGET = 4
+#: Mana set aside per attack: activation 1, turn 1, and the river (2) for about half of them.
+ATTACK_BUDGET = 3
+#: Mana needed per defended land to get to its turn decision: defence 1, turn 1.
+DEFENCE_BUDGET = 2
+#: Stay at the turn only with at least this winning chance: staying costs the river (2) and the
+#: forgone refund (1), against a land worth several mana a round for the rest of the match.
+TURN_THRESHOLD = 0.3
+#: Stay at the river only with at least this chance: staying costs only the forgone refund (1).
+RIVER_THRESHOLD = 0.1
 
 
 def _cards(cards: list[dict[str, Any]]) -> list[int]:
@@ -90,30 +97,33 @@ class SensibleBot:
         return None
 
     def _orders(self, view: dict[str, Any]) -> dict[str, Any]:
-        """Attack as many targets as the mana covers through a whole battle, weakest owners first:
-        a seat with no mana cannot defend, a neutral always fights, a rich seat may defend."""
+        """Attack as many targets as the mana covers for activation, turn and (for about half of
+        them) river — 3 mana each — weakest owners first: a seat too poor to defend and pay a turn
+        loses its land for the activation alone, a neutral always fights, a rich seat may defend."""
         you = view["you"]
         mana_of = {s["seat"]: s["mana"] for s in view["seats"]}
         owner_of = {land["id"]: land["owner"] for land in view["lands"]}
-        afford = min(you["mana"] // BATTLE_BUDGET, you["max_battles"])
+        afford = min(you["mana"] // ATTACK_BUDGET, you["max_battles"])
 
         def priority(land: int) -> tuple[float, float]:
             owner = owner_of[land]
             if owner is None:
                 return (1.0, self.rng.random())
-            return (0.0 if mana_of[owner] == 0 else 2.0, self.rng.random())
+            return (0.0 if mana_of[owner] < 2 else 2.0, self.rng.random())
 
         targets = sorted(you["attackable"], key=priority)
         return {"type": "orders", "attack": targets[:afford]}
 
     def _defend(self, view: dict[str, Any]) -> dict[str, Any]:
-        """Defend what the mana covers, keeping 3 (turn + river) for each own attack."""
+        """Defend every attacked land the mana covers (defence + turn: 2 each), after keeping the
+        turn payment of each own attack; an undefended land is lost for nothing."""
         you = view["you"]
-        spare = you["mana"] - 3 * you.get("attacks_made", 0)
-        limit = you["max_battles"] - you.get("attacks_made", 0)
+        made = you.get("attacks_made", 0)
+        spare = you["mana"] - made
+        limit = you["max_battles"] - made
         lands = list(you["defendable"])
         self.rng.shuffle(lands)
-        return {"type": "defend", "lands": lands[:max(0, min(limit, spare // BATTLE_BUDGET))]}
+        return {"type": "defend", "lands": lands[:max(0, min(limit, spare // DEFENCE_BUDGET))]}
 
     def _assign(self, view: dict[str, Any]) -> dict[str, Any]:
         """Greedy: the best-looking pair of the pool goes to the first table, and so on."""
@@ -153,9 +163,9 @@ class SensibleBot:
         return won / self.samples
 
     def _decide(self, view: dict[str, Any]) -> dict[str, Any]:
-        """Fold a table when the winning chance is below its threshold (turn: half a fair share,
-        river: a quarter — staying at the river costs only the forgone 1-mana refund), and fold the
-        weakest turn tables whose river the mana cannot pay."""
+        """Fold a table whose Monte-Carlo winning chance is below the stage's threshold, and fold
+        the weakest turn tables whose river the mana cannot pay (a technical fold would lose the
+        turn's mana; a fold gets 1 back)."""
         you = view["you"]
         battles = {b["land"]: b for b in view["battles"]}
         me = you["seat"]
@@ -166,11 +176,10 @@ class SensibleBot:
             hand = _cards(mine["hand"])
             board = _cards(battle["flop"]) + _cards([c for c in (battle["turn"], battle["river"]) if c])
             opponents = sum(1 for p in battle["participants"] if p["seat"] != me and p["status"] == "live")
-            share = 1.0 / (opponents + 1)
             chance = self.equity(hand, board, opponents)
             at_turn = battle["river"] is None
-            threshold = share * (0.5 if at_turn else 0.25)
-            scored.append((chance / share, land, chance < threshold, at_turn))
+            weak = chance < (TURN_THRESHOLD if at_turn else RIVER_THRESHOLD)
+            scored.append((chance, land, weak, at_turn))
         folds = [land for _, land, weak, _ in scored if weak]
         staying = sorted((s for s in scored if not s[2] and s[3]), reverse=True)
         mana = you["mana"] + len([s for s in scored if s[2] and s[3]])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.games.base import IllegalAction, Rng
+from app.games.base import CardTokens, IllegalAction, Rng
 from app.games.conquest import GAME
 from app.games.conquest.rules import stacked_position
 from app.games.conquest.state import Battle, State, Table
@@ -81,6 +81,8 @@ def snapshot(value: Any) -> Any:
     """A deep, comparable picture of a state (slots objects, containers, the rng's position)."""
     if isinstance(value, (State, Battle, Table)):
         return (type(value).__name__, tuple((name, snapshot(getattr(value, name))) for name in type(value).__slots__))
+    if isinstance(value, CardTokens):
+        return ("CardTokens", value._key)
     if isinstance(value, Rng):
         return ("Rng", value._key, value._counter, value._pool, value._bits)
     if isinstance(value, dict):

@@ -1,0 +1,126 @@
+"""Section 4: what each player sees (conquest.md 4.1–4.4), and the engine-level leak test."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from app.games.base import ADMIN, SPECTATOR
+from app.games.conquest import GAME
+from app.games.conquest.bots import RandomBot, SensibleBot
+from app.games.conquest.state import NEUTRAL
+
+from .support import board_of, decide, events_json, finish_phase, fork, orders, play, position
+from .test_battle import A, B, N1, N2, duel
+
+TOKEN = re.compile(r"^[a-z2-7]{12}$")
+
+
+def _tokens(hand) -> set[str]:
+    return {d[1] for d in hand}
+
+
+def test_4_1_public_information_for_spectators():
+    state, _ = duel("2c 7d 9h  Js 4s", "AcAd", "KcKd")
+    view = GAME.view(state, SPECTATOR)
+    assert [land["owner"] for land in view["lands"]] == [
+        None if o == NEUTRAL else o for o in state.owner]
+    assert [(s["mana"], s["tables"]) for s in view["seats"]] == [(8, 1), (8, 1)]
+    assert view["attacks"] == [{"land": B, "attackers": [0]}] and view["defences"] == [B]
+    battle = view["battles"][0]
+    assert [c["card"] for c in battle["flop"]] == ["2c", "7d", "9h"] and battle["turn"]["card"] == "Js"
+    assert "you" not in view
+    state, _ = finish_phase(state, decide({0: [], 1: []}))
+    state, _ = finish_phase(state, decide({0: [], 1: []}))
+    battle = GAME.view(state, SPECTATOR)["battles"][0]
+    assert battle["river"]["card"] == "4s"
+    shown = {p["seat"]: sorted(c["card"] for c in p["hand"]) for p in battle["participants"]}
+    assert shown == {0: ["Ac", "Ad"], 1: ["Kc", "Kd"]}  # hands that reached the final
+
+
+def test_4_1_folds_are_public():
+    state, _ = duel("2c 7d 9h  Js 4s", "AcAd", "KcKd")
+    state, events = finish_phase(state, decide({0: [], 1: [B]}))
+    folded = next(e for e in events if e.type == "folded")
+    assert folded.audience is None
+    statuses = {p["seat"]: p["status"] for p in GAME.view(state, SPECTATOR)["battles"][0]["participants"]}
+    assert statuses == {0: "live", 1: "folded_turn"}
+
+
+def test_4_2_pool_and_hands_are_private():
+    state, _ = duel("2c 7d 9h  Js 4s", "AcAd", "KcKd")
+    battle = state.battles[B]
+    mine, theirs = _tokens(battle.hands[0]), _tokens(battle.hands[1])
+    view0 = GAME.view(state, 0)
+    seen = {p["seat"]: p["hand"] for p in view0["battles"][0]["participants"]}
+    assert sorted(c["card"] for c in seen[0]) == ["Ac", "Ad"]
+    assert seen[1] == [{"hidden": True}, {"hidden": True}]
+    assert theirs <= GAME.hidden_tokens(state, 0) and mine <= GAME.hidden_tokens(state, 1)
+    assert (mine | theirs) <= GAME.hidden_tokens(state, SPECTATOR)
+    text = json.dumps(GAME.view(state, SPECTATOR))
+    assert not any(t in text for t in mine | theirs)
+    assert GAME.hidden_tokens(state, ADMIN) == set()
+
+
+def test_4_2_folded_hand_never_shown():
+    board = board_of(3)
+    x, a, c = fork(board)
+    state = position(seats=3, owner={a: 0, c: 1}, table_decks={x: "2c 7d 9h  3s 4s  Js 5d"},
+                     pools={0: "AhAd", 1: "KhKd"})
+    state, _ = finish_phase(state, orders({0: [x], 1: [x]}))
+    folder = _tokens(state.battles[x].hands[1])
+    state, ev1 = finish_phase(state, decide({0: [], 1: []}))
+    state, ev2 = finish_phase(state, decide({0: [], 1: [x]}))  # seat 1 folds at the river
+    battle = state.battles[x]
+    assert battle.finalists == (0, NEUTRAL)
+    for viewer in (0, 2, SPECTATOR):
+        assert folder <= GAME.hidden_tokens(state, viewer)
+        assert not any(t in json.dumps(GAME.view(state, viewer)) for t in folder)
+        assert not any(t in events_json(ev1 + ev2, viewer) for t in folder)
+    assert folder <= {c["id"] for p in GAME.view(state, 1)["battles"][0]["participants"] if p["seat"] == 1
+                      for c in p["hand"]}  # the folder still sees their own hand
+    neutral = _tokens(battle.hands[NEUTRAL])
+    assert neutral and not neutral & GAME.hidden_tokens(state, 2)  # it reached the final: shown
+
+
+def test_4_3_unopened_flops_hidden_from_all():
+    state = GAME.setup(3, None, b"flops")
+    for viewer in (0, 1, 2, SPECTATOR):
+        view = GAME.view(state, viewer)
+        assert all(land["flop"] == [{"hidden": True}] * 3 for land in view["lands"])
+        assert "deck" not in json.dumps(view)
+    admin = GAME.view(state, ADMIN)
+    for land in admin["lands"]:
+        assert all(card["hidden"] is True and "card" in card for card in land["flop"])
+
+
+def test_4_4_card_ids_are_opaque_per_match_tokens():
+    state, _ = duel("2c 7d 9h  Js 4s", "AcAd", "KcKd")
+    ids = [d[1] for d in state.battles[B].flop] + [state.battles[B].turn[1]]
+    assert all(TOKEN.match(t) for t in ids)
+    assert len(set(ids)) == len(ids)
+    # the same cards dealt on two tables get different tokens
+    state = position(owner={A: 0, B: 1}, table_decks={N1: "2c 3c 4c 5c 6c 7c 8c", N2: "2c 3c 4c 5c 6c 7c 8c"})
+    state, _ = finish_phase(state, orders({0: [N1, N2], 1: []}))
+    state, _ = finish_phase(state)
+    one, two = state.battles[N1], state.battles[N2]
+    assert [d[0] for d in one.flop] == [d[0] for d in two.flop]
+    assert not {d[1] for d in one.flop} & {d[1] for d in two.flop}
+
+
+def _leak_check(state, seat, action, events):
+    for viewer in list(range(state.seats)) + [SPECTATOR]:
+        hidden = GAME.hidden_tokens(state, viewer)
+        if not hidden:
+            continue
+        text = json.dumps(GAME.view(state, viewer)) + events_json(events, viewer)
+        found = {t for t in re.findall(r'"([a-z2-7]{12})"', text) if t in hidden}
+        assert not found, (viewer, found)
+
+
+@pytest.mark.parametrize("seats,n", [(2, 0), (3, 1), (4, 2), (2, 3), (3, 4), (4, 5)])
+def test_4_no_hidden_card_ever_reaches_a_viewer(seats, n):
+    bots = [RandomBot(n * 10 + k) if k % 2 else SensibleBot(n * 10 + k, samples=20) for k in range(seats)]
+    final = play(seats, b"leak-%d" % n, bots, on_step=_leak_check)
+    assert GAME.outcome(final) is not None
