@@ -70,17 +70,20 @@ Decide = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
 
 
 async def play(sock: MatchSocket, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
-               delay: float = 0.0, max_errors: int = 50, idle_timeout: float = 600.0) -> dict[str, Any]:
+               delay: float = 0.0, max_errors: int = 50, idle_timeout: float = 600.0,
+               initial: dict[str, Any] | None = None) -> dict[str, Any]:
     """Play until ``ended``: whenever the latest ``state`` gives this socket's seat a prompt to
     answer, call ``decide(view, prompt)`` and send the action; wait for its ack or error before
     deciding again. Returns the ``ended`` message. A rejected action is retried with a fresh
-    decision, at most ``max_errors`` times in a row (then the seat waits for its deadline)."""
+    decision, at most ``max_errors`` times in a row (then the seat waits for its deadline).
+    ``initial``: a message already received on this socket (e.g. the first ``state``)."""
     state: dict[str, Any] | None = None
     in_flight: int | None = None
     acked_version = -1
     errors = 0
+    pending = [initial] if initial is not None else []
     while True:
-        msg = await sock.recv(timeout=idle_timeout)
+        msg = pending.pop() if pending else await sock.recv(timeout=idle_timeout)
         if on_message is not None:
             result = on_message(msg)
             if isinstance(result, Awaitable):

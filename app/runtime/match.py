@@ -284,8 +284,7 @@ class MatchRunner:
                 if reply_to is not None:
                     reply_to.push(text)
                 for waiter in self._waiters.pop((seat, client_seq), ()):
-                    if waiter is not reply_to:
-                        waiter.push(text)
+                    waiter.push(text)  # a duplicate gets the same answer
             self._broadcast(new_state, version, events, prompts_wire, status)
             for phase_id, due in armed:
                 self._schedule(self.match_id, phase_id, due)
