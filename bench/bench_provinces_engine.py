@@ -4,7 +4,9 @@
    applied action.
 2. Replays the recorded actions from ``setup`` timing only ``GAME.apply`` -> applied actions/s.
 3. Times ``GAME.view`` for the seat to move on states sampled from the replays -> µs per view.
-Results go to stdout; copy them into ``docs/benchmarks/provinces-engine.md``.
+Throughput is measured in CPU time of this process (``time.process_time``), which a busy shared
+machine disturbs less than the wall clock (also printed). Results go to stdout; copy them into
+``docs/benchmarks/provinces-engine.md``.
 """
 from __future__ import annotations
 
@@ -47,23 +49,31 @@ def main() -> None:
     mix = collections.Counter(action["type"] for _, _, log in games for _, action in log)
     total = sum(mix.values())
 
-    apply_time = 0.0
+    apply_time = apply_cpu = 0.0
     sampled = []
+    per_type: collections.Counter = collections.Counter()
     for seats, seed, log in games:
         state = GAME.setup(seats, Options(), seed)
         apply = GAME.apply
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for seat, action in log:
             state, _ = apply(state, seat, action)
         apply_time += time.perf_counter() - start
-        # re-walk to sample states for the view timing (not timed)
+        apply_cpu += time.process_time() - cpu_start
+        # re-walk: time each action on its own (per type) and sample states for the view timing
         state = GAME.setup(seats, Options(), seed)
+        clock = time.perf_counter
         for n, (seat, action) in enumerate(log):
             if n % 25 == 0:
                 sampled.append(state)
+            start = clock()
             state, _ = apply(state, seat, action)
+            per_type[action["type"]] += clock() - start
 
-    view_time = 0.0
+    by_seats: dict[int, list] = collections.defaultdict(list)
+    for state in sampled:
+        by_seats[state.seats].append(state)
+    view_time = view_cpu = 0.0
     views = 0
     spectator_time = 0.0
     for state in sampled:
@@ -72,6 +82,10 @@ def main() -> None:
         for _ in range(20):
             GAME.view(state, seat)
         view_time += time.perf_counter() - start
+        start = time.process_time()
+        for _ in range(20):
+            GAME.view(state, seat)
+        view_cpu += time.process_time() - start
         start = time.perf_counter()
         for _ in range(20):
             GAME.view(state, SPECTATOR)
@@ -81,9 +95,19 @@ def main() -> None:
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
     print(f"matches: {matches} (2-6 seats), applied actions: {total}")
     print("action mix: " + ", ".join(f"{k} {v / total:.0%}" for k, v in mix.most_common()))
-    print(f"apply: {total / apply_time:,.0f} actions/s ({apply_time / total * 1e6:.1f} µs/action)")
-    print(f"view (seat to move): {view_time / views * 1e6:.1f} µs; spectator: {spectator_time / views * 1e6:.1f} µs "
+    print(f"apply: {total / apply_cpu:,.0f} actions/s of CPU time ({apply_cpu / total * 1e6:.1f} µs/action); "
+          f"wall clock {total / apply_time:,.0f} actions/s")
+    print("µs per action by type: " + ", ".join(f"{k} {per_type[k] / mix[k] * 1e6:.1f}" for k, _ in mix.most_common()))
+    print(f"view (seat to move): {view_cpu / views * 1e6:.1f} µs CPU, {view_time / views * 1e6:.1f} µs wall; spectator: {spectator_time / views * 1e6:.1f} µs "
           f"over {len(sampled)} sampled states")
+    for seats in sorted(by_seats):
+        states = by_seats[seats]
+        start = time.process_time()
+        for _ in range(20):
+            for state in states:
+                GAME.view(state, state.current)
+        cpu = (time.process_time() - start) / len(states) / 20
+        print(f"  view with {seats} seats ({6 * seats} provinces): {cpu * 1e6:.1f} µs CPU")
 
 
 if __name__ == "__main__":
