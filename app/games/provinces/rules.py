@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from app.games.base import SPECTATOR, CardTokens, Event, IllegalAction, Outcome, Prompt, Rng, action_type
 

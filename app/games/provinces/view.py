@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from app.games.base import ADMIN, SPECTATOR
+from app.games.base import ADMIN
 
-from .state import Card, State
+from .state import DECK_SIZE, RANKS, SUITS, Card, State
 
 
 def visible_cards(cards: Iterable[Card], owner: int, viewer: int) -> list[dict[str, Any]]:
@@ -126,12 +126,10 @@ def render(state: State, viewer: int) -> dict[str, Any]:
 
 
 def _ident_name(ident: int) -> str:
-    from .state import DECK_SIZE, RANKS, SUITS
-
     k = ident % DECK_SIZE
     if k >= 52:
         return "joker"
     return f"{RANKS[k >> 2]} {SUITS[k & 3]}"
 
 
-__all__ = ["visible_cards", "hidden_tokens", "render", "SPECTATOR", "ADMIN"]
+__all__ = ["visible_cards", "hidden_tokens", "render"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from app.games.base import ADMIN, SPECTATOR
+from app.games.base import SPECTATOR
 from app.games.provinces import GAME
 from app.games.provinces.testing import build_position, specs, wire_specs  # noqa: F401
 

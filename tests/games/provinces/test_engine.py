@@ -272,3 +272,13 @@ def test_action_limit_per_turn_keeps_end_turn_legal():
     assert err.value.code == "action_limit"
     state, _ = GAME.apply(state, 0, {"type": "end_turn"})
     assert state.current == 1 and state.actions == 0
+
+
+def test_default_action_is_legal_at_every_step():
+    def on_step(before, after, events):
+        if GAME.outcome(after) is None:
+            [prompt] = GAME.prompts(after)
+            assert prompt.seat == after.current and prompt.kind == "turn"
+            GAME.apply(after, prompt.seat, dict(prompt.default_action))  # must not raise
+
+    play(3, b"defaults", [RandomBot, GreedyBot], options=Options(max_rounds=10), on_step=on_step)
