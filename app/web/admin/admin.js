@@ -93,13 +93,16 @@ async function console_() {
       list),
     detailBox));
 
+  let listRequest = 0;
   async function refreshList() {
+    const ticket = ++listRequest; // an older answer arriving late must not replace a newer one
     const q = new URLSearchParams({ limit: "200" });
     if (filters.status) q.set("status", filters.status);
     if (filters.game) q.set("game", filters.game);
     let rows;
     try {
       rows = await adminApi("GET", `/admin/matches?${q}`);
+      if (ticket !== listRequest) return;
     } catch (exc) {
       if (exc.status === 401 || exc.status === 403) return signOut();
       replace(list, h("p.error", errText(exc)));
@@ -144,7 +147,8 @@ async function openMatch(box, id) {
     return;
   }
   if (mine.stopped) return;
-  const meta = info.match;
+  // GET /matches/{id} reads the stored row: outcome and end time are current there
+  const meta = { ...info.match, ...(await adminApi("GET", `/matches/${id}`).catch(() => ({}))) };
   const module = await gameModule(meta.game);
   const names = meta.seats.map((s) => s.name || `seat ${s.seat}`);
   const name = (seat) => names[seat] ?? `seat ${seat}`;
@@ -214,7 +218,7 @@ async function openMatch(box, id) {
       return;
     }
     if (mine.stopped) return;
-    Object.assign(meta, info.match);
+    Object.assign(meta, info.match, await adminApi("GET", `/matches/${id}`).catch(() => ({})));
     lastVersion = info.version;
     drawHead();
     if (tab === "state") drawState();

@@ -62,7 +62,7 @@ export function replace(node, ...children) {
 }
 
 /** Seat colours (colour-blind friendly-ish, distinct on a dark background). */
-export const SEAT_COLOURS = ["#e4574c", "#3d8fe0", "#43b05c", "#e9b124", "#a66bd8", "#2bbbb0"];
+export const SEAT_COLOURS = ["#e4574c", "#3d8fe0", "#43b05c", "#2bbbb0", "#a66bd8", "#ee8a2f"];
 
 export function seatColour(seat) {
   return seat === null || seat === undefined || seat < 0 ? "#7a8494" : SEAT_COLOURS[seat % SEAT_COLOURS.length];
