@@ -109,9 +109,26 @@ def test_4_4_card_ids_are_opaque_per_match_tokens():
     assert not {d[1] for d in one.flop} & {d[1] for d in two.flop}
 
 
+def _must_not_see(state, viewer) -> set[str]:
+    """An oracle written from section 4 and the battle's plain facts, independent of view.py:
+    other seats' pools; every hand but one's own unless it was live when its battle reached the
+    final (folded, technically folded, and neutral hands of battles settled early stay hidden)."""
+    hidden = {d[1] for seat, pool in state.pools.items() if seat != viewer for d in pool}
+    for battle in state.battles.values():
+        reached_final = battle.result in ("final", "tie")
+        for who, hand in battle.hands.items():
+            if who == viewer and who != NEUTRAL:
+                continue
+            if reached_final and battle.status[who] == "live":
+                continue
+            hidden.update(d[1] for d in hand if d[1])
+    return hidden
+
+
 def _leak_check(state, seat, action, events):
     for viewer in list(range(state.seats)) + [SPECTATOR]:
         hidden = GAME.hidden_tokens(state, viewer)
+        assert hidden == _must_not_see(state, viewer)
         if not hidden:
             continue
         text = json.dumps(GAME.view(state, viewer)) + events_json(events, viewer)
