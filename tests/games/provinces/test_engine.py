@@ -204,7 +204,7 @@ def test_leak_no_hidden_token_in_any_view_or_event(seed):
         check_no_leak(before, after, events, seats)
         steps.append(1)
 
-    play(seats, b"leak-%d" % seed, [RandomBot, GreedyBot], options=Options(max_rounds=15), on_step=on_step)
+    play(seats, b"leak-%d" % seed, [RandomBot, GreedyBot], options=Options(max_rounds=10), on_step=on_step)
     assert steps
 
 
