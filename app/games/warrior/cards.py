@@ -70,6 +70,8 @@ class CardSet:
     cards: tuple[CardDef, ...]
     faces: tuple[dict[str, Any], ...]
     race_index: dict[str, int]
+    #: ``race_of[c]``: card c's race index, -1 for cards that are not creatures (a fast lookup).
+    race_of: tuple[int, ...]
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -180,6 +182,7 @@ def parse_card_set(data: Any, *, max_seats: int = 4) -> CardSet:
         cards=tuple(cards),
         faces=tuple(_face(c, race_tuple) for c in cards),
         race_index=index,
+        race_of=tuple(c.race for c in cards),
     )
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from app.games.base import CardTokens, Rng
+from app.games.base import Rng
 from app.games.warrior import rules
 from app.games.warrior.cards import ATTACK, CREATURE, ROUND_KEEP, SIEGE_ENGINE, WIZARD, CardSet, load_card_set
-from app.games.warrior.state import KEEP, PLACE_WIZARDS, Timing, WarriorState
+from app.games.warrior.state import KEEP, PLACE_WIZARDS, MatchTokens, Timing, WarriorState
 
 LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
 #: "D": a creature with two or more symbols (only in card sets that have one).
@@ -114,63 +114,46 @@ def position(
         return take(lambda c: c.kind == CREATURE and c.race == race and _symbol_match(c, letter))
 
     rng: Rng = ScriptedRng(seed, dice) if dice is not None else Rng(seed)
-    s = WarriorState(
-        seats=seats, timing=timing, card_set=cs, rng=rng, token_source=CardTokens(seed), token_count=0,
-        tokens=[None] * len(cs.cards), pile=[], discards=[], creatures=[[] for _ in range(seats)],
-        wizards=[[] for _ in range(seats)], engines=[[] for _ in range(seats)], victory=[[] for _ in range(seats)],
-        hands=[[] for _ in range(seats)], keep_counts=[0] * seats, choices=[None] * seats, waiting=(),
-        phase=KEEP, phase_id=0, round=round, attack=None, queue=[], losses=(), after_siege="", last_siege=(),
-        result=None,
-    )
+    s = WarriorState.empty(seats, timing, cs, rng, MatchTokens(seed))
+    s.phase = KEEP
+    s.round = round
+    placed: list[int] = []
+
+    def put(spec: str) -> int:
+        card = take_spec(spec)
+        placed.append(card)
+        return card
+
     for seat, by_race in (nations or {}).items():
-        for race_name, letters in by_race.items():
-            for letter in letters:
-                card = take_spec(f"{race_name}:{letter}")
-                s.issue_token(card)
-                s.creatures[seat].append(card)
+        s.creatures[seat] = tuple(put(f"{race_name}:{letter}") for race_name, letters in by_race.items()
+                                  for letter in letters)
     for seat, races in (wizards or {}).items():
-        for race_name in races:
-            card = take_spec(WIZARD)
-            s.issue_token(card)
-            s.wizards[seat].append((card, cs.race_index[race_name]))
+        s.wizards[seat] = tuple((put(WIZARD), cs.race_index[race_name]) for race_name in races)
     for seat, count in (engines or {}).items():
-        for _ in range(count):
-            card = take_spec(SIEGE_ENGINE)
-            s.issue_token(card)
-            s.engines[seat].append(card)
-    queue = []
-    for seat, number, race_name in attacks:
-        card = take_spec(f"attack:{number}")
-        s.issue_token(card)
-        queue.append((card, seat, cs.race_index[race_name] if race_name is not None else None))
+        s.engines[seat] = tuple(put(SIEGE_ENGINE) for _ in range(count))
+    queue = [(put(f"attack:{number}"), seat, cs.race_index[race_name] if race_name is not None else None)
+             for seat, number, race_name in attacks]
     for seat, specs in (hands or {}).items():
-        for spec in specs:
-            card = take_spec(spec)
-            s.issue_token(card)
-            s.hands[seat].append(card)
+        s.hands[seat] = tuple(put(spec) for spec in specs)
     for seat, count in (place_wizards or {}).items():
-        for _ in range(count):
-            card = take_spec(WIZARD)
-            s.issue_token(card)
-            s.hands[seat].append(card)
+        s.hands[seat] = tuple(put(WIZARD) for _ in range(count))
     for seat, count in (victory or {}).items():
-        for _ in range(count):
-            card = free.pop()
-            s.issue_token(card)
-            s.victory[seat].append(card)
-    s.pile = free
-    Rng(seed + b"/pile").shuffle(s.pile)
+        s.victory[seat] = tuple(free.pop() for _ in range(count))
+        placed.extend(s.victory[seat])
+    s.issue_tokens(placed)
+    Rng(seed + b"/pile").shuffle(free)
+    s.pile = tuple(free)
     events: list = []
     if place_wizards:
         rules._open(s, PLACE_WIZARDS, tuple(sorted(place_wizards)))
     elif hands:
         if attacks:
             raise ValueError("a keep-phase position has no attacks queued yet")
-        s.keep_counts = [min(ROUND_KEEP[round - 1], len(h)) for h in s.hands]
+        s.keep_counts = tuple(min(ROUND_KEEP[round - 1], len(h)) for h in s.hands)
         rules._open(s, KEEP, tuple(seat for seat in range(seats) if s.hands[seat]))
     else:
         queue.sort(key=lambda q: cs.cards[q[0]].number)
-        s.queue = queue
+        s.queue = tuple(queue)
         rules._run(s, events, "next_attack")
     return s, events
 

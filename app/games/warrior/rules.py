@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from app.games.base import CardTokens, Event, IllegalAction, Outcome, Rng, action_type, require
+from app.games.base import Event, IllegalAction, Outcome, Rng, action_type, require
 from app.games.warrior.cards import (
     ATTACK,
     CREATURE,
@@ -36,6 +36,7 @@ from app.games.warrior.state import (
     TARGET,
     Attack,
     KeepChoice,
+    MatchTokens,
     SiegeShot,
     Timing,
     WarriorState,
@@ -62,10 +63,13 @@ def _other_seats(s: WarriorState, seat: int) -> list[int]:
 
 def _nation_sizes(s: WarriorState, seat: int, extra: tuple[int, ...] = ()) -> dict[int, int]:
     """Race -> creature count of the seat's nations, with ``extra`` creature cards added."""
-    cards = s.card_set.cards
+    race_of = s.card_set.race_of
     sizes: dict[int, int] = {}
-    for c in (*s.creatures[seat], *extra):
-        r = cards[c].race
+    for c in s.creatures[seat]:
+        r = race_of[c]
+        sizes[r] = sizes.get(r, 0) + 1
+    for c in extra:
+        r = race_of[c]
         sizes[r] = sizes.get(r, 0) + 1
     return sizes
 
@@ -102,10 +106,14 @@ def _cards_from(s: WarriorState, tokens: list[str], allowed: list[int], code: st
     return out
 
 
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # the dict fast path skips the ABC check
+
+
 def _mapping(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
-    require(isinstance(value, Mapping), "malformed_action", f"'{field}' must be an object of card id -> nation")
+    require(_is_mapping(value), "malformed_action", f"'{field}' must be an object of card id -> nation")
     require(len(value) <= MAX_LIST, "malformed_action", f"'{field}' is too long")
     require(all(isinstance(k, str) for k in value), "malformed_action", f"'{field}' keys must be card ids")
     return dict(value)
@@ -121,23 +129,26 @@ def _open(s: WarriorState, phase: str, waiting: tuple[int, ...]) -> None:
 
 def _draw(s: WarriorState, ev: Events) -> int | None:
     """Top card of the pile, refilled from the face-up discards when empty (3.1 house); None if both empty.
-    The card gets a fresh token."""
+    The caller gives it a fresh token."""
     if not s.pile:
         if not s.discards:
             return None
         _reshuffle_discards(s, ev)
-    card = s.pile.pop()
-    s.issue_token(card)
+    card = s.pile[-1]
+    s.pile = s.pile[:-1]
     return card
 
 
 def _reshuffle_discards(s: WarriorState, ev: Events) -> None:
+    tokens = list(s.tokens)
     for c in s.discards:
-        s.tokens[c] = None
-    s.pile.extend(s.discards)
-    ev.append(Event("discards_shuffled", {"cards": len(s.discards), "pile": len(s.pile)}))
-    s.discards = []
-    s.rng.shuffle(s.pile)
+        tokens[c] = None
+    s.tokens = tuple(tokens)
+    pile = [*s.pile, *s.discards]
+    ev.append(Event("discards_shuffled", {"cards": len(s.discards), "pile": len(pile)}))
+    s.discards = ()
+    s.rng.shuffle(pile)
+    s.pile = tuple(pile)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,26 +158,18 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
     """Shuffle, deal 11 each, replace attack cards (2.1), lay out nations (2.2), then open the wizard
     placement phase (2.3) or, with no wizard to place, round 1's keep phase."""
     n = len(card_set.cards)
-    s = WarriorState(
-        seats=seats, timing=timing, card_set=card_set, rng=Rng(seed), token_source=CardTokens(seed),
-        token_count=0, tokens=[None] * n, pile=list(range(n)), discards=[],
-        creatures=[[] for _ in range(seats)], wizards=[[] for _ in range(seats)],
-        engines=[[] for _ in range(seats)], victory=[[] for _ in range(seats)],
-        hands=[[] for _ in range(seats)], keep_counts=[0] * seats, choices=[None] * seats, waiting=(),
-        phase=PLACE_WIZARDS, phase_id=0, round=1, attack=None, queue=[], losses=(), after_siege="",
-        last_siege=(), result=None,
-    )
-    s.rng.shuffle(s.pile)
+    s = WarriorState.empty(seats, timing, card_set, Rng(seed), MatchTokens(seed))
+    pile = list(range(n))
+    s.rng.shuffle(pile)
     ev: Events = []
     cards = card_set.cards
     hands: list[list[int]] = [[] for _ in range(seats)]
+    drawn: list[int] = []  # every card dealt, in dealing order: each gets a new token
     for _ in range(INITIAL_HAND):
         for seat in range(seats):
-            card = s.pile.pop()
-            s.issue_token(card)
-            hands[seat].append(card)
+            drawn.append(pile.pop())
+            hands[seat].append(drawn[-1])
     aside: list[int] = []
-    set_aside = [0] * seats
     for seat in range(seats):  # served in seat order, repeatedly until no attack card is held
         while True:
             attacks = [c for c in hands[seat] if cards[c].kind == ATTACK]
@@ -174,24 +177,19 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
                 break
             for c in attacks:
                 hands[seat].remove(c)
-                s.tokens[c] = None
                 aside.append(c)
-                set_aside[seat] += 1
             for _ in attacks:
-                card = s.pile.pop()
-                s.issue_token(card)
-                hands[seat].append(card)
-    s.pile.extend(aside)
-    s.rng.shuffle(s.pile)
+                drawn.append(pile.pop())
+                hands[seat].append(drawn[-1])
+    s.issue_tokens(drawn)
+    s.clear_tokens(aside)  # set aside, back into the pile
+    pile.extend(aside)
+    s.rng.shuffle(pile)
+    s.pile = tuple(pile)
     for seat in range(seats):
-        for c in hands[seat]:
-            kind = cards[c].kind
-            if kind == CREATURE:
-                s.creatures[seat].append(c)
-            elif kind == SIEGE_ENGINE:
-                s.engines[seat].append(c)
-            else:
-                s.hands[seat].append(c)  # wizards awaiting placement
+        s.creatures[seat] = tuple(c for c in hands[seat] if cards[c].kind == CREATURE)
+        s.engines[seat] = tuple(c for c in hands[seat] if cards[c].kind == SIEGE_ENGINE)
+        s.hands[seat] = tuple(c for c in hands[seat] if cards[c].kind == WIZARD)  # awaiting placement
     waiting = []
     for seat in range(seats):
         wizards = s.hands[seat]
@@ -199,8 +197,8 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
             continue
         nations = s.races_of(seat)
         if len(wizards) >= len(nations):  # forced: every nation gets one, the rest are discarded
-            _place_wizards(s, seat, _default_wizard_map(s, seat, wizards, ()), ev)
-            s.hands[seat] = []
+            _place_wizards(s, seat, _default_wizard_map(s, seat, list(wizards), ()), ev)
+            s.hands[seat] = ()
         else:
             waiting.append(seat)
     if waiting:
@@ -262,23 +260,23 @@ def _place_wizards(s: WarriorState, seat: int, placement: list[tuple[int, int | 
     out = []
     for w, r in placement:
         if r is None:
-            s.discards.append(w)
+            s.discards += (w,)
             out.append({"wizard": face(s, w), "nation": None})
         else:
-            s.wizards[seat].append((w, r))
+            s.wizards[seat] += ((w, r),)
             out.append({"wizard": face(s, w), "nation": s.card_set.races[r]})
     ev.append(Event("wizards_placed", {"seat": seat, "wizards": out}))
 
 
 def _act_place_wizards(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    placement = _wizard_choice(s, seat, s.hands[seat], action.get("wizards"), ())
+    placement = _wizard_choice(s, seat, list(s.hands[seat]), action.get("wizards"), ())
     s.choices[seat] = tuple(placement)
     ev.append(Event("submitted", {"seat": seat, "phase": PLACE_WIZARDS}))
     if any(s.choices[w] is None for w in s.waiting):
         return None
     for w in s.waiting:
         _place_wizards(s, w, list(s.choices[w]), ev)
-        s.hands[w] = []
+        s.hands[w] = ()
     return "start_round"
 
 
@@ -288,7 +286,7 @@ def default_place_wizards(s: WarriorState, seat: int) -> dict[str, Any]:
         "type": "place_wizards",
         "wizards": {
             s.tokens[w]: (races[r] if r is not None else None)
-            for w, r in _default_wizard_map(s, seat, s.hands[seat], ())
+            for w, r in _default_wizard_map(s, seat, list(s.hands[seat]), ())
         },
     }
 
@@ -301,15 +299,18 @@ def _step_start_round(s: WarriorState, ev: Events) -> str | None:
     if s.round == ROUNDS and s.discards:
         _reshuffle_discards(s, ev)
     hands: list[list[int]] = [[] for _ in range(s.seats)]
+    drawn: list[int] = []
     for _ in range(ROUND_DEAL):
         for seat in range(s.seats):
             card = _draw(s, ev)
             if card is None:
                 break
             hands[seat].append(card)
-    s.hands = hands
-    s.keep_counts = [min(ROUND_KEEP[s.round - 1], len(h)) for h in hands]
-    ev.append(Event("round_started", {"round": s.round, "dealt": [len(h) for h in hands], "keep": s.keep_counts[:]}))
+            drawn.append(card)
+    s.issue_tokens(drawn)
+    s.hands = [tuple(h) for h in hands]
+    s.keep_counts = tuple(min(ROUND_KEEP[s.round - 1], len(h)) for h in hands)
+    ev.append(Event("round_started", {"round": s.round, "dealt": [len(h) for h in hands], "keep": list(s.keep_counts)}))
     for seat in range(s.seats):
         if hands[seat]:
             ev.append(Event("dealt", {"cards": [face(s, c) for c in hands[seat]]}, frozenset((seat,))))
@@ -390,18 +391,14 @@ def _resolve_keep(s: WarriorState, ev: Events) -> str:
             continue
         kept = set(choice.kept)
         discarded = [c for c in s.hands[seat] if c not in kept]
-        s.discards.extend(discarded)
-        for c in choice.kept:
-            kind = cards[c].kind
-            if kind == CREATURE:
-                s.creatures[seat].append(c)
-            elif kind == SIEGE_ENGINE:
-                s.engines[seat].append(c)
+        s.discards += tuple(discarded)
+        s.creatures[seat] += tuple(c for c in choice.kept if cards[c].kind == CREATURE)
+        s.engines[seat] += tuple(c for c in choice.kept if cards[c].kind == SIEGE_ENGINE)
         for c, r in choice.wizards:
             if r is None:
-                s.discards.append(c)
+                s.discards += (c,)
             else:
-                s.wizards[seat].append((c, r))
+                s.wizards[seat] += ((c, r),)
         for c, r in choice.attacks:
             queue.append((c, seat, r))
         ev.append(Event("kept", {
@@ -412,8 +409,8 @@ def _resolve_keep(s: WarriorState, ev: Events) -> str:
             "attacks": [{"card": s.tokens[c], "nation": races[r] if r is not None else None} for c, r in choice.attacks],
         }))
     queue.sort(key=lambda q: cards[q[0]].number)
-    s.queue = queue
-    s.hands = [[] for _ in range(s.seats)]
+    s.queue = tuple(queue)
+    s.hands = [()] * s.seats
     s.choices = [None] * s.seats
     return "next_attack"
 
@@ -422,10 +419,9 @@ def _step_end_round(s: WarriorState, ev: Events) -> str:
     """Rounds 1 and 2: wizards and siege engines in play are discarded (3.4). Round 3: scoring."""
     if s.round < ROUNDS:
         for seat in range(s.seats):
-            s.discards.extend(w for w, _ in s.wizards[seat])
-            s.discards.extend(s.engines[seat])
-            s.wizards[seat] = []
-            s.engines[seat] = []
+            s.discards += tuple(w for w, _ in s.wizards[seat]) + s.engines[seat]
+            s.wizards[seat] = ()
+            s.engines[seat] = ()
         ev.append(Event("round_ended", {"round": s.round}))
         s.round += 1
         return "start_round"
@@ -475,8 +471,9 @@ def _step_game_over(s: WarriorState, ev: Events) -> None:
 def _step_next_attack(s: WarriorState, ev: Events) -> str | None:
     if not s.queue:
         return "end_round"
-    card, seat, race = s.queue.pop(0)
-    s.attack = Attack(seat=seat, card=card, nation=race, force=[], face_down=[])
+    card, seat, race = s.queue[0]
+    s.queue = s.queue[1:]
+    s.attack = Attack(seat=seat, card=card, nation=race, force=(), face_down=())
     ev.append(Event("attack_started", {
         "seat": seat, "card": face(s, card),
         "nation": s.card_set.races[race] if race is not None else None,
@@ -488,15 +485,16 @@ def targets_for(s: WarriorState, seat: int, race: int | None) -> list[tuple[int,
     """Nations seat may attack (4.1, 4.2): other players' unprotected non-empty nations of ``race`` or
     its natural enemy, or any such nation for a mercenary force (``race`` None). Clockwise from seat."""
     out = []
-    cs = s.card_set
-    if race is None:
-        allowed = None
-    else:
-        allowed = {race, cs.enemy[race]}
+    race_of = s.card_set.race_of
+    allowed = None if race is None else {race, s.card_set.enemy[race]}
     for other in _other_seats(s, seat):
-        for r, n in sorted(_nation_sizes(s, other).items()):
-            if n and (allowed is None or r in allowed) and not s.protected(other, r):
-                out.append((other, r))
+        present = {race_of[c] for c in s.creatures[other]}
+        if allowed is not None:
+            present &= allowed
+        if present and s.wizards[other]:
+            present -= {r for _, r in s.wizards[other]}
+        for r in sorted(present):
+            out.append((other, r))
     return out
 
 
@@ -601,10 +599,10 @@ def _set_target(s: WarriorState, ev: Events, nation: int | None, target: tuple[i
     if not atk.started:
         atk.started = True
         if s.card_set.cards[atk.card].mercenaries:
-            atk.force = list(force)
+            atk.force = tuple(force)
         else:
             atk.nation = nation
-            atk.force = s.nation(atk.seat, nation)  # the whole nation attacks
+            atk.force = tuple(s.nation(atk.seat, nation))  # the whole nation attacks
     atk.target = target
     ev.append(Event("target_chosen", {
         "seat": atk.seat,
@@ -621,7 +619,7 @@ def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Event
     assert atk is not None
     options, candidates, size = target_options(s)
     raw_target = action.get("target")
-    require(isinstance(raw_target, Mapping), "malformed_action", "'target' must be {seat, race}")
+    require(_is_mapping(raw_target), "malformed_action", "'target' must be {seat, race}")
     t_seat = raw_target.get("seat")
     require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action", "target seat must be an integer")
     t_race = _race_arg(s, raw_target.get("race"))
@@ -751,24 +749,24 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
     cards = s.card_set.cards
     data = {"seat": seat, "card": face(s, card), "by": by, "cause": cause}
     if cards[card].kind == WIZARD:
-        s.wizards[seat] = [(w, r) for w, r in s.wizards[seat] if w != card]
+        s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != card)
         data["nation"] = None
     else:
-        s.creatures[seat].remove(card)
+        s.creatures[seat] = tuple(c for c in s.creatures[seat] if c != card)
         atk = s.attack
         if atk is not None:
             if card in atk.force:
-                atk.force.remove(card)
+                atk.force = tuple(c for c in atk.force if c != card)
             if card in atk.face_down:
-                atk.face_down.remove(card)
+                atk.face_down = tuple(c for c in atk.face_down if c != card)
         race = cards[card].race
         if not any(cards[c].race == race for c in s.creatures[seat]):
             wizard = s.wizard_of(seat, race)
             if wizard is not None:
-                s.wizards[seat] = [(w, r) for w, r in s.wizards[seat] if w != wizard]
-                s.discards.append(wizard)
+                s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
+                s.discards += (wizard,)
                 ev.append(Event("wizard_discarded", {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
-    s.victory[by].append(card)
+    s.victory[by] += (card,)
     ev.append(Event("card_destroyed", data))
 
 
@@ -826,8 +824,8 @@ def _act_reattack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Eve
     token = action.get("face_down")
     require(isinstance(token, str), "malformed_action", "'face_down' must be the id of a face-up card of the force")
     (card,) = _cards_from(s, [token], atk.force, "not_in_force")
-    atk.force.remove(card)
-    atk.face_down.append(card)
+    atk.force = tuple(c for c in atk.force if c != card)
+    atk.face_down += (card,)
     atk.reattacks += 1
     atk.target = None
     ev.append(Event("reattack", {"seat": seat, "face_down": token, "reattack": atk.reattacks}))
@@ -842,7 +840,7 @@ def _step_finish_attack(s: WarriorState, ev: Events) -> str:
     """The attack card is discarded; face-down cards turn face up again (4.7)."""
     atk = s.attack
     assert atk is not None
-    s.discards.append(atk.card)
+    s.discards += (atk.card,)
     ev.append(Event("attack_ended", {
         "seat": atk.seat, "card": s.tokens[atk.card], "exchanges": atk.exchanges,
         "reattacks": atk.reattacks, "face_up_again": [s.tokens[c] for c in atk.face_down],
@@ -857,12 +855,16 @@ def _step_finish_attack(s: WarriorState, ev: Events) -> str:
 def siege_targets(s: WarriorState, seat: int) -> list[int]:
     """Cards seat's engines may shoot (5.1 house): other players' wizards, and creatures of their
     nations that have no wizard."""
-    cards = s.card_set.cards
-    out = []
+    race_of = s.card_set.race_of
+    out: list[int] = []
     for other in _other_seats(s, seat):
-        protected = {r for _, r in s.wizards[other]}
-        out.extend(w for w, _ in s.wizards[other])
-        out.extend(c for c in s.creatures[other] if cards[c].race not in protected)
+        wizards = s.wizards[other]
+        if wizards:
+            protected = {r for _, r in wizards}
+            out.extend(w for w, _ in wizards)
+            out.extend(c for c in s.creatures[other] if race_of[c] not in protected)
+        else:
+            out.extend(s.creatures[other])
     return out
 
 
@@ -885,7 +887,7 @@ def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events
     engines_used: set[int] = set()
     targets_used: set[int] = set()
     for shot in raw:
-        require(isinstance(shot, Mapping), "malformed_action", "each shot is {engine, target}")
+        require(_is_mapping(shot), "malformed_action", "each shot is {engine, target}")
         engine_token, target_token = shot.get("engine"), shot.get("target")
         require(isinstance(engine_token, str) and isinstance(target_token, str), "malformed_action", "engine and target are card ids")
         (engine,) = _cards_from(s, [engine_token], s.engines[seat], "not_your_engine")
@@ -920,8 +922,8 @@ def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
                 continue
             (die,) = roll(s.rng, 1)
             hit = die >= SIEGE_HIT
-            s.engines[seat].remove(shot.engine)
-            s.discards.append(shot.engine)
+            s.engines[seat] = tuple(e for e in s.engines[seat] if e != shot.engine)
+            s.discards += (shot.engine,)
             owner = _owner(s, shot.target)
             record = {"seat": seat, "engine": s.tokens[shot.engine], "target": face(s, shot.target),
                       "target_seat": owner, "roll": die, "hit": hit}
@@ -973,7 +975,10 @@ def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[Wa
     """Validate and apply ``action`` for ``seat``; returns (new state, events). Never mutates ``state``.
     Raises IllegalAction: malformed_action, unknown_action, invalid_seat, match_over, wrong_phase,
     not_your_turn, and the action-specific codes listed in docs/games/warrior.md."""
-    kind = action_type(action)
+    if type(action) is dict and type(action.get("type")) is str:  # fast path; action_type for the rest
+        kind = action["type"]
+    else:
+        kind = action_type(action)
     require(isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < state.seats, "invalid_seat", "no such seat")
     require(state.phase != OVER, "match_over", "the match is over")
     entry = _ACTIONS.get(kind)

@@ -88,7 +88,7 @@ def test_4_1_mercenaries_from_any_nation_including_protected_against_any_unprote
     assert s.phase == LOSE and s.waiting == (0,)
     s, ev = act(s, 0, {"type": "lose", "cards": elves})
     assert "wizard_discarded" in _types(ev)
-    assert s.wizards[0] == []
+    assert s.wizards[0] == ()
 
 
 def test_4_1_mercenary_force_is_smaller_when_fewer_creatures_exist():
@@ -157,7 +157,7 @@ def test_4_5_ties_go_to_defender():
     assert (x["attacker_losses"], x["defender_losses"]) == (1, 0)
     lost = next(e for e in events if e.type == "card_destroyed").data
     assert lost["seat"] == 0 and lost["by"] == 1
-    assert len(s.victory[1]) == 1 and s.creatures[0] == []  # to the defender's victory pile
+    assert len(s.victory[1]) == 1 and s.creatures[0] == ()  # to the defender's victory pile
 
 
 def test_4_5_highest_against_highest_and_the_loser_chooses():

@@ -39,7 +39,7 @@ def test_3_1_round_three_shuffles_every_earlier_discard_into_the_pile():
     assert s.phase == KEEP
     assert "discards_shuffled" in [e.type for e in events]
     # every card is in the pile, a hand, in play or in a victory pile: nothing stayed in the discards
-    assert s.discards == []
+    assert s.discards == ()
     total = len(s.pile) + sum(len(h) for h in s.hands) + sum(len(c) for c in s.creatures) \
         + sum(len(v) for v in s.victory) + sum(len(w) for w in s.wizards) + sum(len(e) for e in s.engines)
     assert total == 90
@@ -49,15 +49,14 @@ def test_3_1_short_pile_takes_the_discards_then_deals_what_remains_round_robin()
     s, _ = position(seats=3, nations={0: {"elves": "I"}, 1: {"trolls": "I"}, 2: {"dwarves": "I"}})
     s = s.clone()
     # leave 3 cards in the pile and 2 in the discards; the rest leaves play (victory piles)
-    rest = s.pile[5:]
-    s.victory[0].extend(rest)
+    s.victory[0] += s.pile[5:]
     s.discards = s.pile[3:5]
     s.pile = s.pile[:3]
     s.round = 2
     events = []
     rules._run(s, events, "start_round")
     assert [len(h) for h in s.hands] == [2, 2, 1]  # round robin: seats 0 and 1 got the 4th and 5th card
-    assert s.keep_counts == [2, 2, 1]  # nobody keeps more than they were dealt
+    assert s.keep_counts == (2, 2, 1)  # nobody keeps more than they were dealt
     assert "discards_shuffled" in [e.type for e in events]
     first = s.hands[0][0]
     assert s.tokens[first] is not None
@@ -160,7 +159,7 @@ def test_3_4_wizards_and_siege_engines_discarded_at_end_of_rounds_1_and_2_only()
     s, _ = position(nations={0: {"elves": "II"}, 1: {"dwarves": "II"}}, wizards={0: ["elves"]}, engines={1: 1},
                     attacks=[(0, 1, "elves")])
     s, events = _run_defaults(s, until=lambda s: s.phase == KEEP)
-    assert s.round == 2 and s.wizards == [[], []] and s.engines == [[], []]
+    assert s.round == 2 and s.wizards == [(), ()] and s.engines == [(), ()]
     assert "round_ended" in [e.type for e in events]
     # round 3: what is in play at the end stays (scored position)
     s, _ = position(nations={0: {"elves": "II"}, 1: {"dwarves": "II"}}, wizards={0: ["elves"]}, engines={1: 1},

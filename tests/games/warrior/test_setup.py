@@ -65,8 +65,8 @@ def test_2_1_players_are_served_in_seat_order():
             out = [c for c in hands[x] if cards[c].kind == ATTACK]
             hands[x] = [c for c in hands[x] if c not in out] + [pile.pop() for _ in out]
     for x in range(3):
-        assert [c for c in hands[x] if cards[c].kind == CREATURE] == s.creatures[x]
-        assert [c for c in hands[x] if cards[c].kind == SIEGE_ENGINE] == s.engines[x]
+        assert tuple(c for c in hands[x] if cards[c].kind == CREATURE) == s.creatures[x]
+        assert tuple(c for c in hands[x] if cards[c].kind == SIEGE_ENGINE) == s.engines[x]
 
 
 def test_2_2_nations_are_public_with_counts_and_symbols():
@@ -90,7 +90,7 @@ def test_2_3_wizard_placement_is_a_simultaneous_phase():
     w0 = s.tokens[s.hands[0][0]]
     w1 = s.tokens[s.hands[1][0]]
     s, _ = act(s, 0, {"type": "place_wizards", "wizards": {w0: "elves"}})
-    assert s.phase == PLACE_WIZARDS and s.wizards[0] == []  # nothing placed until all have chosen
+    assert s.phase == PLACE_WIZARDS and s.wizards[0] == ()  # nothing placed until all have chosen
     s, _ = act(s, 0, {"type": "place_wizards", "wizards": {w0: "dwarves"}})  # replaceable
     s, events = act(s, 1, {"type": "place_wizards", "wizards": {w1: "undead"}})
     assert s.phase == KEEP and s.round == 1

@@ -26,7 +26,7 @@ def test_5_1_a_player_not_in_the_battle_may_fire_and_a_hit_goes_to_their_victory
     shot = next(e for e in ev if e.type == "siege_shot")
     assert shot.audience is None and shot.data["roll"] == 4 and shot.data["hit"] is True
     assert [s.tokens[c] for c in s.victory[2]] == [troll]
-    assert s.engines[2] == [] and engine in [s.tokens[c] for c in s.discards]  # discarded after firing
+    assert s.engines[2] == () and engine in [s.tokens[c] for c in s.discards]  # discarded after firing
     assert troll not in tokens_of(s, 1, "trolls")
     assert s.phase == TARGET
 
@@ -37,7 +37,7 @@ def test_5_1_below_four_misses_and_the_engine_is_discarded_anyway():
     troll = tokens_of(s, 1, "trolls")[0]
     s, ev = act(s, 2, {"type": "siege", "shots": [{"engine": engine, "target": troll}]})
     assert next(e for e in ev if e.type == "siege_shot").data["hit"] is False
-    assert troll in tokens_of(s, 1, "trolls") and s.victory[2] == [] and s.engines[2] == []
+    assert troll in tokens_of(s, 1, "trolls") and s.victory[2] == () and s.engines[2] == ()
 
 
 def test_5_1_destroying_a_wizard_opens_its_nation_to_attack():

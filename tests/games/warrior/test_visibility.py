@@ -123,3 +123,17 @@ def test_7_leak_test_over_seeded_bot_matches():
 
         play_match(seed, seats, BOT_CLASSES[seed % 2], on_step=check)
     assert checked_hidden > 100
+
+
+def test_7_match_tokens_equal_the_contract_card_tokens():
+    """The engine's MatchTokens (HMAC key schedule done once) issue exactly CardTokens(seed).token(n)."""
+    from app.games.base import CardTokens
+    from app.games.warrior.state import MatchTokens
+
+    for seed in (b"a" * 32, b"short", bytes(range(64)), b"\x00" * 100):
+        fast, reference = MatchTokens(seed), CardTokens(seed)
+        assert all(fast.token(n) == reference.token(n) for n in range(1500))
+    s = GAME.setup(2, None, b"tokens" * 6)
+    reference = CardTokens(b"tokens" * 6)
+    issued = {reference.token(n) for n in range(s.token_count)}
+    assert {t for t in s.tokens if t is not None} <= issued
