@@ -95,6 +95,17 @@ def _province(state: State, action: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _route(state: State, seat: int, action: Mapping[str, Any]) -> tuple[int, int]:
+    """``from`` and ``to`` of an attack or move: ``from`` is the seat's, ``to`` adjacent to it."""
+    src = _province(state, action, "from")
+    dst = _province(state, action, "to")
+    if state.owners[src] != seat:
+        raise IllegalAction("not_your_province", "cards can only leave a province of yours")
+    if dst not in state.board.adjacent[src]:
+        raise IllegalAction("not_adjacent", "the target is not adjacent")
+    return src, dst
+
+
 def _chosen_cards(garrison: tuple[Card, ...], raw: Any, key: str) -> list[int]:
     """Indices (ascending, i.e. garrison order) of the tokens listed in ``raw``."""
     if not isinstance(raw, (list, tuple)):
@@ -410,13 +421,8 @@ class ProvincesGame:
 
 def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
     """Rules 3.1–3.7: attack an adjacent province of another seat with chosen cards."""
-    src = _province(state, action, "from")
-    dst = _province(state, action, "to")
+    src, dst = _route(state, seat, action)
     owners = state.owners
-    if owners[src] != seat:
-        raise IllegalAction("not_your_province", "you can only attack from your own province")
-    if dst not in state.board.adjacent[src]:
-        raise IllegalAction("not_adjacent", "the target is not adjacent")
     if owners[dst] == seat:
         raise IllegalAction("own_province", "you cannot attack your own province")
     if state.attacked >> src & 1:
@@ -529,13 +535,8 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
 
 def _move(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
     """Rules 4.2, 4.3: move chosen cards to the bottom of an adjacent own province (≤ 7 cards)."""
-    src = _province(state, action, "from")
-    dst = _province(state, action, "to")
+    src, dst = _route(state, seat, action)
     owners = state.owners
-    if owners[src] != seat:
-        raise IllegalAction("not_your_province", "you can only move cards out of your own province")
-    if dst not in state.board.adjacent[src]:
-        raise IllegalAction("not_adjacent", "the target is not adjacent")
     if owners[dst] != seat:
         raise IllegalAction("not_your_province", "you can only move cards into your own province")
     if state.received >> src & 1:
