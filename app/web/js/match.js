@@ -135,7 +135,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
       class: [current.has(seat) ? "active" : "", seat === last.seat ? "me" : ""].join(" "), dataset: { seat },
     },
     h("span.swatch", { style: { background: seatColour(seat) } }),
-    h("span.seat-name", plainName(seat), seat === last.seat ? h("span.tag.you", "you") : null, bots[seat] ? h("span.tag", `${bots[seat]} bot`) : null),
+    h("span.seat-name", plainName(seat), seat === last.seat ? h("span.tag.you", "you") : null, bots[seat] ? h("span.tag", { title: `${bots[seat]} bot` }, "bot") : null),
     h("span.seat-stats", module.seatStats ? module.seatStats(view, seat) : ""),
     current.has(seat) ? h("span.turn-mark", { title: "the match waits for this player" }, "◀") : null))));
   }
@@ -165,7 +165,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
       ranks.length ? h("table.list",
         h("thead", h("tr", h("th", "Place"), h("th", "Player"), h("th", "Score"))),
         h("tbody", ranks.map(({ seat, rank }) => h("tr", { class: seat === last?.seat ? "me" : "", dataset: { seat } },
-          h("td", rank === 1 ? "🏆 1st" : ordinal(rank)),
+          h("td", { class: rank === 1 ? "winner" : "" }, ordinal(rank)),
           h("td", h("span.swatch", { style: { background: seatColour(seat) } }), plainName(seat), seat === last?.seat ? " (you)" : ""),
           h("td", String(outcome.scores?.[seat] ?? ""))))) ) : null,
       ended?.seed ? h("p.muted.small.mono", `seed ${ended.seed} · sha256 ${ended.seed_hash}`) : null,

@@ -2,24 +2,15 @@
 // end turn (docs/games/provinces.md). Everything drawn comes from the server's view: the page
 // keeps only what the player is pointing at (selected province, chosen cards, a draft order).
 import { h, s, replace, seatColour, SUIT_SYMBOL, isRedSuit, words } from "../dom.js";
+import { hexCentre, hexPoints, viewBoxOf } from "../hex.js";
 
 const HEX = 46; // hex radius in SVG units
-const SQRT3 = Math.sqrt(3);
 const MODES = ["evenly", "randomly", "most_unevenly"];
 
 export const title = "Provinces";
 
 function centre(p) {
-  return [HEX * SQRT3 * (p.q + p.r / 2), HEX * 1.5 * p.r];
-}
-
-function hexPoints(cx, cy, r) {
-  const out = [];
-  for (let i = 0; i < 6; i++) {
-    const a = (Math.PI / 180) * (60 * i - 30);
-    out.push(`${(cx + r * Math.cos(a)).toFixed(1)},${(cy + r * Math.sin(a)).toFixed(1)}`);
-  }
-  return out.join(" ");
+  return hexCentre(p.q, p.r, HEX);
 }
 
 export function cardLabel(c) {
@@ -149,12 +140,7 @@ export function createBoard(ctx) {
   function renderMap() {
     const provinces = view.provinces;
     const centres = provinces.map(centre);
-    const xs = centres.map((c) => c[0]);
-    const ys = centres.map((c) => c[1]);
-    const pad = HEX + 6;
-    const minX = Math.min(...xs) - pad, maxX = Math.max(...xs) + pad;
-    const minY = Math.min(...ys) - pad, maxY = Math.max(...ys) + pad;
-    svg.setAttribute("viewBox", `${minX.toFixed(0)} ${minY.toFixed(0)} ${(maxX - minX).toFixed(0)} ${(maxY - minY).toFixed(0)}`);
+    svg.setAttribute("viewBox", viewBoxOf(centres, HEX + 6));
 
     const sel = selected !== null ? provinces[selected] : null;
     const mine = sel && sel.owner === me();
