@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.games.base import Event, Outcome, Prompt
 from app.games.warrior import rules
@@ -29,7 +29,9 @@ from app.games.warrior.state import (
 
 
 class WarriorOptions(BaseModel):
-    """Lobby options (warrior.md 3.2, 4.8, 5.2): deadlines in seconds."""
+    """Lobby options (warrior.md 3.2, 4.8, 5.2): deadlines in seconds. Unknown options are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
 
     phase_seconds: int = Field(60, ge=5, le=3600, description="keep phase and wizard placement")
     decision_seconds: int = Field(20, ge=2, le=600, description="each choice inside an attack")
@@ -91,7 +93,7 @@ class WarriorGame:
         """The action applied for ``seat`` when its deadline passes (2.3, 3.2, 4.8, 5.2)."""
         phase = state.phase
         if phase == KEEP:
-            return rules.keep_choice_to_action(state, rules._default_keep(state, seat))
+            return rules.keep_choice_to_action(state, rules.default_keep(state, seat))
         if phase == PLACE_WIZARDS:
             return rules.default_place_wizards(state, seat)
         if phase == SIEGE:

@@ -6,10 +6,13 @@
 """
 from __future__ import annotations
 
+import itertools
 import random
+from functools import lru_cache
 from typing import Any
 
-RACE_POINTS = {"undead": 5, "dwarves": 6, "trolls": 7, "elves": 8, "goblins": 10, "barbarians": 11}
+from app.games.warrior.dice import Force, dice_counts, exchange
+
 
 
 def _me(view: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +107,26 @@ class RandomBot:
         return None
 
 
+@lru_cache(maxsize=None)
+def _exchange_edge(att_inf: int, att_arch: int, def_inf: int, def_arch: int) -> float:
+    """Expected (defender losses - attacker losses) of one exchange, by enumerating every roll."""
+    attacker = Force(9, att_inf, att_arch)
+    defender = Force(9, def_inf, def_arch)
+    n_att, n_def = dice_counts(attacker, defender)
+    total = count = 0
+    for a in itertools.product(range(1, 7), repeat=n_att):
+        for d in itertools.product(range(1, 7), repeat=n_def):
+            x = exchange(a, d, attacker, defender)
+            total += x.defender_losses - x.attacker_losses
+            count += 1
+    return total / count
+
+
+def _edge(att: dict[str, int], dfn: dict[str, int]) -> float:
+    return _exchange_edge(min(att.get("infantry", 0), 3), min(att.get("archer", 0), 9),
+                          min(dfn.get("infantry", 0), 2), min(dfn.get("archer", 0), 9))
+
+
 def _symbol_value(card: dict[str, Any]) -> float:
     sym = card.get("symbols", {})
     return 1.0 * sym.get("infantry", 0) + 1.1 * sym.get("archer", 0) + 1.3 * sym.get("knight", 0)
@@ -115,6 +138,13 @@ class CaptainBot:
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
 
+    @staticmethod
+    def _points(view: dict[str, Any], race: str) -> int:
+        for row in view["races"]:
+            if row["race"] == race:
+                return row["majority_points"]
+        return 0
+
     # -- keep -----------------------------------------------------------------------------------
     def _card_worth(self, view: dict[str, Any], card: dict[str, Any], sizes: dict[str, int]) -> float:
         kind = card["kind"]
@@ -125,7 +155,7 @@ class CaptainBot:
                 (n["size"] for s in view["seats"] if s["seat"] != view["viewer"] for n in s["nations"] if n["race"] == race),
                 default=0,
             )
-            majority = RACE_POINTS.get(race, 6) / 4.0 if mine + 1 >= best_other else 0.5
+            majority = self._points(view, race) / 4.0 if mine + 1 >= best_other else 0.5
             return 2.0 + majority + 0.3 * mine + 0.2 * _symbol_value(card)
         if kind == "attack":
             return 2.2 + (0.4 if card.get("attack") == "nation" and sizes and max(sizes.values()) >= 4 else 0.0)
@@ -200,12 +230,31 @@ class CaptainBot:
         n = _my_nations(view).get(option_nation)
         return float(n["size"]) if n else 0.0
 
+    def _nation(self, view: dict[str, Any], seat: int, race: str) -> dict[str, Any] | None:
+        for n in view["seats"][seat]["nations"]:
+            if n["race"] == race:
+                return n
+        return None
+
     def _target(self, view: dict[str, Any], d: dict[str, Any]) -> dict[str, Any]:
+        attack = view["attack"]
+        card_symbols = attack["card"].get("symbols", {}) if attack else {}
         best = None
         for option in d["options"]:
-            power = self._my_power(view, option["nation"])
+            if attack and attack["started"]:
+                mine = dict(attack["force_symbols"])
+                size = len(attack["force"])
+            elif option["nation"] is not None:
+                own = self._nation(view, view["viewer"], option["nation"])
+                mine = {k: own["symbols"].get(k, 0) + card_symbols.get(k, 0) for k in ("infantry", "archer", "knight")}
+                size = own["size"]
+            else:
+                mine = {"infantry": min(3, d["force_size"]), "archer": 0}
+                size = d["force_size"]
             for t in option["targets"]:
-                score = power - t["size"] + RACE_POINTS.get(t["race"], 6) * 0.05
+                theirs = self._nation(view, t["seat"], t["race"])
+                edge = _edge(mine, theirs["symbols"]) if theirs else 0.0
+                score = edge * 3 + (size - t["size"]) * 0.3 + self._points(view, t["race"]) * 0.02
                 if best is None or score > best[0]:
                     best = (score, option, t)
         assert best is not None
@@ -225,18 +274,29 @@ class CaptainBot:
 
     def _lose(self, view: dict[str, Any], d: dict[str, Any]) -> dict[str, Any]:
         index = self._cards_by_id(view)
-        ranked = sorted(d["candidates"], key=lambda t: _symbol_value(index[t][2]) if t in index else 0.0)
+        attacking = view["attack"] is not None and view["attack"]["seat"] == view["viewer"]
+        # attacking: infantry rolls and knights re-attack; defending: infantry and archers matter, knights not
+        weights = {"infantry": 1.3, "archer": 1.0, "knight": 1.2} if attacking else \
+            {"infantry": 1.3, "archer": 1.1, "knight": 0.6}
+
+        def value(token: str) -> float:
+            if token not in index:
+                return 0.0
+            symbols = index[token][2].get("symbols", {})
+            return sum(weights.get(k, 1.0) * n for k, n in symbols.items())
+
+        ranked = sorted(d["candidates"], key=value)
         return {"type": "lose", "cards": ranked[: d["count"]]}
 
     def _continue(self, view: dict[str, Any]) -> dict[str, Any]:
         attack = view["attack"]
         mine = len(attack["force"])
         target = attack["target"]
-        theirs = 0
-        for n in view["seats"][target["seat"]]["nations"]:
-            if n["race"] == target["race"]:
-                theirs = n["size"]
-        if mine >= 2 and mine >= theirs - 1:
+        theirs = self._nation(view, target["seat"], target["race"])
+        if theirs is None:
+            return {"type": "stop"}
+        edge = _edge(attack["force_symbols"], theirs["symbols"])
+        if mine >= 2 and (edge > -0.05 or mine >= theirs["size"] + 2):
             return {"type": "go_on"}
         return {"type": "stop"}
 

@@ -72,6 +72,8 @@ class CardSet:
     race_index: dict[str, int]
     #: ``race_of[c]``: card c's race index, -1 for cards that are not creatures (a fast lookup).
     race_of: tuple[int, ...]
+    #: The race table for the wire: [{"race", "enemy", "majority_points"}] (shared, read-only).
+    race_table: tuple[dict[str, Any], ...]
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -183,6 +185,10 @@ def parse_card_set(data: Any, *, max_seats: int = 4) -> CardSet:
         faces=tuple(_face(c, race_tuple) for c in cards),
         race_index=index,
         race_of=tuple(c.race for c in cards),
+        race_table=tuple(
+            {"race": race_tuple[r], "enemy": race_tuple[enemy_idx[r]], "majority_points": points[r]}
+            for r in range(len(race_tuple))
+        ),
     )
 
 

@@ -321,7 +321,7 @@ def _step_start_round(s: WarriorState, ev: Events) -> str | None:
     return None
 
 
-def _default_keep(s: WarriorState, seat: int) -> KeepChoice:
+def default_keep(s: WarriorState, seat: int) -> KeepChoice:
     kept = tuple(s.hands[seat][: s.keep_counts[seat]])
     return _keep_choice(s, seat, kept, None, None)
 
@@ -700,7 +700,7 @@ def lose_candidates(s: WarriorState, from_attacker: bool) -> list[int]:
     return list(atk.force) if from_attacker else s.nation(*atk.target)
 
 
-def _loss_entry(s: WarriorState, seat: int) -> tuple[int, int, bool]:
+def loss_entry(s: WarriorState, seat: int) -> tuple[int, int, bool]:
     for entry in s.losses:
         if entry[0] == seat:
             return entry
@@ -709,7 +709,7 @@ def _loss_entry(s: WarriorState, seat: int) -> tuple[int, int, bool]:
 
 def default_losses(s: WarriorState, seat: int) -> list[int]:
     """4.8: the cards with the fewest symbols, then the most recently placed."""
-    _, count, from_att = _loss_entry(s, seat)
+    _, count, from_att = loss_entry(s, seat)
     cards = s.card_set.cards
     position = {c: i for i, c in enumerate(s.creatures[seat])}
     order = sorted(lose_candidates(s, from_att), key=lambda c: (cards[c].symbol_total, -position[c]))
@@ -717,7 +717,7 @@ def default_losses(s: WarriorState, seat: int) -> list[int]:
 
 
 def _act_lose(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    _, count, from_att = _loss_entry(s, seat)
+    _, count, from_att = loss_entry(s, seat)
     tokens = _token_list(action.get("cards"), "cards")
     require(len(tokens) == count, "wrong_count", f"lose exactly {count} card(s)")
     s.choices[seat] = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))

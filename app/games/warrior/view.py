@@ -146,7 +146,7 @@ def _decision(s: WarriorState, seat: int) -> dict[str, Any] | None:
             "force_candidates": [tok[c] for c in candidates],
         }
     if s.phase == LOSE:
-        _, count, from_att = rules._loss_entry(s, seat)
+        _, count, from_att = rules.loss_entry(s, seat)
         return {
             "kind": LOSE,
             "count": count,
@@ -167,6 +167,7 @@ def view(s: WarriorState, viewer: int) -> dict[str, Any]:
         "phase_id": s.phase_id,
         "round": s.round,
         "viewer": viewer,
+        "races": list(s.card_set.race_table),
         "seats": [_seat_view(s, seat, face_down) for seat in range(s.seats)],
         "waiting": list(s.waiting),
         "pile_size": len(s.pile),
