@@ -88,8 +88,8 @@ def rest(server: ServerProcess, method: str, path: str, token: str | None = None
     return resp.json()
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, *, full_page: bool = False) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / name
-    page.screenshot(path=str(path))
+    page.screenshot(path=str(path), full_page=full_page)
     return path

@@ -398,6 +398,23 @@ export function describe(ev, nameOf) {
         (ev.technical_folds.length ? `; out (cannot pay): ${ev.technical_folds.map(name).join(", ")}` : ""), kind: "minor" };
     case "card_opened":
       return { text: `L${ev.land} ${ev.stage}: ${cardName(ev.card)}` };
+    case "battles_started":
+      return {
+        text: `Battles start on ${ev.battles.map((b) => "L" + b.land).join(", ")}`, kind: "battle",
+        detail: h("div.battle", ev.battles.map((b) => h("div", `L${b.land}: flop ${cards(b.flop)} — ` +
+          `${b.attackers.map(name).join(" & ")} against ${b.defender === null || b.defender === undefined ? name(b.holder) : name(b.defender)}`))),
+      };
+    case "stage_opened": {
+      const open = ev.tables.filter((t) => t.card);
+      const out = ev.tables.flatMap((t) => t.technical_folds.map((seat) => `${name(seat)} on L${t.land}`));
+      return {
+        text: `${words(ev.stage)}: ` + (open.map((t) => `L${t.land} ${cardName(t.card)}`).join(", ") || "no table left open") +
+          (out.length ? ` · out, cannot pay: ${out.join(", ")}` : ""),
+      };
+    }
+    case "folds":
+      return { text: `Folds at the ${ev.stage}: ` + ev.folds.map((f) => `${name(f.seat)} on L${f.land} (${f.refund} back)`).join(", "),
+        seat: ev.folds.length === 1 ? ev.folds[0].seat : null };
     case "folded":
       return { text: `${name(ev.seat)} folded on L${ev.land} at the ${ev.stage} (${ev.refund} back)`, seat: ev.seat };
     case "showdown":
