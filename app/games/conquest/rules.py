@@ -141,6 +141,7 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
     st.pools = {}
     st.pool_stack = {}
     st.result = None
+    st.targets = {}
     events: list[Event] = []
     _start_round(st, events)
     _run(st, events)
@@ -236,8 +237,12 @@ def prompts(state: State) -> list[Prompt]:
 # --------------------------------------------------------------------------------------------
 
 def attackable(state: State, seat: int) -> list[int]:
-    """Lands ``seat`` may activate: adjacent to a land it controls, not its own (2.1, 1.1).
-    Ownership is that of the round's start while ORDERS is open."""
+    """Lands ``seat`` may activate this round: adjacent to a land it controlled at the round's
+    start, not its own (2.1, 1.1)."""
+    return list(state.targets.get(seat, ()))
+
+
+def _compute_targets(state: State, seat: int) -> tuple[int, ...]:
     owner = state.owner
     neighbours = state.board.neighbours
     found = set()
@@ -246,7 +251,7 @@ def attackable(state: State, seat: int) -> list[int]:
             for other in neighbours[land]:
                 if owner[other] != seat:
                     found.add(other)
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def attacks_of(state: State, seat: int) -> int:
@@ -321,7 +326,7 @@ def _validate_orders(state: State, seat: int, action: Mapping[str, Any]) -> tupl
     """{"type": "orders", "attack": [land, ...]} (conquest.md 2.1). Codes: ``own_land``,
     ``not_adjacent``, ``too_many_battles``, ``not_enough_mana``."""
     lands = _land_list(action.get("attack"), state, "attack")
-    allowed = set(attackable(state, seat))
+    allowed = state.targets.get(seat, ())
     for land in lands:
         if state.owner[land] == seat:
             raise IllegalAction("own_land", f"land {land} is already yours")
@@ -432,8 +437,8 @@ def _start_round(st: State, events: list[Event]) -> None:
     st.defences = ()
     st.passed = ()
     events.append(Event("round_started", {"round": st.round}))
-    required = [seat for seat in range(st.seats)
-                if st.out_round[seat] == 0 and st.mana[seat] > 0 and attackable(st, seat)]
+    st.targets = {seat: _compute_targets(st, seat) for seat in range(st.seats) if st.out_round[seat] == 0}
+    required = [seat for seat, lands in st.targets.items() if st.mana[seat] > 0 and lands]
     _enter(st, ORDERS, required)
 
 
@@ -525,15 +530,15 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
     if not st.battles:
         _end_round(st, events)
         return
+    started = []
     for land in sorted(st.battles):
         battle = st.battles[land]
         battle.flop = tuple(st.deal(card) for card in st.tables[land].flop)
         if battle.holder == NEUTRAL:
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
-        events.append(Event("battle_started", {
-            "land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
-            "defender": battle.defender, "flop": [_card(d) for d in battle.flop],
-        }))
+        started.append({"land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
+                        "defender": battle.defender, "flop": [_card(d) for d in battle.flop]})
+    events.append(Event("battles_started", {"battles": started}))
     _stage_step(st, events, STAGE_TURN)
 
 
@@ -566,32 +571,36 @@ def _draw_from_table(st: State, battle: Battle, count: int, issue: bool = True) 
 
 def _stage_step(st: State, events: list[Event], stage: str) -> None:
     """Payments for ``stage`` on every open battle, table by table in ascending land id, seats
-    ascending (technical fold for one who cannot pay, 3.2/3.3); tables left with one or no
-    participant are settled (3.5); the others open their card and a decision phase begins."""
-    open_battles = [land for land in sorted(st.battles) if st.battles[land].stage != STAGE_DONE]
+    ascending (technical fold for one who cannot pay, 3.2/3.3); the tables still contested open
+    their card (one ``stage_opened`` event for all), those left with one or no participant are
+    settled (3.5), and the decision phase begins."""
     out_status = OUT_TURN if stage == STAGE_TURN else OUT_RIVER
-    for land in open_battles:
+    tables = []
+    settle = []
+    required = set()
+    mana = st.mana
+    for land in sorted(st.battles):
         battle = st.battles[land]
+        if battle.stage == STAGE_DONE:
+            continue
         paid, out = [], []
         for seat in battle.live():
             if seat == NEUTRAL:
                 continue
             cost = stage_cost(st, battle, seat, stage)
-            if st.mana[seat] >= cost:
-                st.mana[seat] -= cost
+            if mana[seat] >= cost:
+                mana[seat] -= cost
                 battle.paid[seat] += cost
                 paid.append(seat)
             else:
                 battle.status[seat] = out_status
                 out.append(seat)
-        events.append(Event("stage_paid", {"land": land, "stage": stage, "paid": paid, "technical_folds": out,
-                                           "mana": list(st.mana)}))
-    required = set()
-    for land in open_battles:
-        battle = st.battles[land]
+        tables.append({"land": land, "paid": paid, "technical_folds": out, "card": None})
+    for entry in tables:
+        battle = st.battles[entry["land"]]
         live = battle.live()
         if len(live) <= 1:
-            _settle(st, battle, live, events)
+            settle.append((battle, live))
             continue
         card = _draw_from_table(st, battle, 1)[0]
         if stage == STAGE_TURN:
@@ -599,15 +608,19 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
         else:
             battle.river = card
         battle.stage = stage
-        events.append(Event("card_opened", {"land": land, "stage": stage, "card": _card(card)}))
+        entry["card"] = _card(card)
         required.update(seat for seat in live if seat != NEUTRAL)
+    events.append(Event("stage_opened", {"stage": stage, "tables": tables, "mana": list(mana)}))
+    for battle, live in settle:
+        _settle(st, battle, live, events)
     _enter(st, TURN if stage == STAGE_TURN else RIVER, required)
 
 
 def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
-    """Folds of the decision phase with their refunds (3.2, 3.3), then settle tables left with one
-    or no participant (3.5). Returns the lands still contested."""
+    """Folds of the decision phase with their refunds (3.2, 3.3; one ``folds`` event), then settle
+    tables left with one or no participant (3.5). Returns the lands still contested."""
     status = FOLD_TURN if stage == STAGE_TURN else FOLD_RIVER
+    folds = []
     for seat in sorted(st.submissions):
         for land in st.submissions[seat]:
             battle = st.battles[land]
@@ -615,7 +628,9 @@ def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
             refund = fold_refund(st, battle, seat, stage)
             st.mana[seat] += refund
             battle.refunded[seat] += refund
-            events.append(Event("folded", {"land": land, "seat": seat, "stage": stage, "refund": refund}))
+            folds.append({"land": land, "seat": seat, "refund": refund})
+    if folds:
+        events.append(Event("folds", {"stage": stage, "folds": folds, "mana": list(st.mana)}))
     contested = []
     for land in sorted(st.battles):
         battle = st.battles[land]

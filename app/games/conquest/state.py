@@ -174,12 +174,14 @@ class State:
     - ``pool_stack``: test support only (see ``rules.stacked_position``): seat -> cards put on top of
       that seat's next pool deck.
     - ``result``: ``(ranks, scores, reason)`` once the match is over.
+    - ``targets``: seat -> lands it may activate this round (computed when the round starts, from
+      the ownership at that moment, 2.1).
     """
 
     __slots__ = (
         "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
         "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
-        "passed", "battles", "pools", "pool_stack", "result",
+        "passed", "battles", "pools", "pool_stack", "result", "targets",
     )
 
     seats: int
@@ -204,6 +206,7 @@ class State:
     pools: dict[int, tuple[Dealt, ...]]
     pool_stack: dict[int, tuple[int, ...]]
     result: tuple[dict[int, int], dict[int, float], str] | None
+    targets: dict[int, tuple[int, ...]]
 
     def clone_submission(self) -> "State":
         """A copy that may change only ``submissions`` (everything else is shared with ``self``)."""
@@ -230,6 +233,7 @@ class State:
         new.pools = self.pools
         new.pool_stack = self.pool_stack
         new.result = self.result
+        new.targets = self.targets
         return new
 
     def clone(self) -> "State":
@@ -254,10 +258,13 @@ class State:
         new.attacks = dict(self.attacks)
         new.defences = self.defences
         new.passed = self.passed
-        new.battles = {land: battle.copy() for land, battle in self.battles.items()}
+        # a settled battle never changes again: only open ones are copied
+        new.battles = {land: (battle if battle.stage == STAGE_DONE else battle.copy())
+                       for land, battle in self.battles.items()}
         new.pools = dict(self.pools)
         new.pool_stack = dict(self.pool_stack)
         new.result = self.result
+        new.targets = self.targets
         return new
 
     def deal(self, card: int) -> Dealt:

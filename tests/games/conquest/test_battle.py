@@ -54,9 +54,9 @@ def test_3_1_flop_revealed_to_everyone_when_battle_starts():
     for viewer in (0, 1, SPECTATOR):  # before: face down for all
         assert GAME.view(state, viewer)["lands"][B]["flop"] == [{"hidden": True}] * 3
     state, events = finish_phase(state, {1: {"type": "defend", "lands": [B]}})
-    started = next(e for e in events if e.type == "battle_started")
+    started = next(e for e in events if e.type == "battles_started")
     assert started.audience is None
-    assert [c["card"] for c in started.data["flop"]] == ["Ah", "Kh", "Qh"]
+    assert [c["card"] for c in started.data["battles"][0]["flop"]] == ["Ah", "Kh", "Qh"]
     for viewer in (0, 1, SPECTATOR):
         view = GAME.view(state, viewer)
         assert [c["card"] for c in view["lands"][B]["flop"]] == ["Ah", "Kh", "Qh"]
@@ -72,8 +72,10 @@ def test_3_2_turn_costs_one_and_opens_the_turn_card():
     battle = state.battles[B]
     assert battle.paid == {0: 1, 1: 1}
     assert card_name(battle.turn[0]) == "Js" and battle.river is None
-    opened = next(e for e in events if e.type == "card_opened")
-    assert opened.data["card"]["card"] == "Js" and opened.audience is None
+    opened = next(e for e in events if e.type == "stage_opened")
+    assert opened.audience is None and opened.data["stage"] == "turn"
+    assert opened.data["tables"] == [{"land": B, "paid": [0, 1], "technical_folds": [], "card": opened.data["tables"][0]["card"]}]
+    assert opened.data["tables"][0]["card"]["card"] == "Js"
     assert [(p.seat, p.kind) for p in GAME.prompts(state)] == [(0, "decision"), (1, "decision")]
 
 
@@ -93,8 +95,8 @@ def test_3_2_fold_at_the_turn_returns_one():
     state, events = finish_phase(state, decide({0: [], 1: [B]}))
     battle = state.battles[B]
     assert battle.status[1] == FOLD_TURN and battle.refunded[1] == 1
-    folded = next(e for e in events if e.type == "folded")
-    assert folded.data == {"land": B, "seat": 1, "stage": "turn", "refund": 1}
+    folded = next(e for e in events if e.type == "folds")
+    assert folded.data["stage"] == "turn" and folded.data["folds"] == [{"land": B, "seat": 1, "refund": 1}]
     won = next(e for e in events if e.type == "battle_won")
     assert won.data["mana"][1] == 9  # 10 - defence 1 - turn 1 + refund 1
 

@@ -155,7 +155,7 @@ def test_2_2_no_submission_defends_none_and_single_attacker_takes_table():
     passed = next(e for e in events if e.type == "table_passed")
     assert passed.data == {"land": b, "from": 1, "to": 0}
     assert state.owner[b] == 0
-    assert b not in state.battles and not any(e.type == "battle_started" for e in events)
+    assert b not in state.battles and not any(e.type == "battles_started" for e in events)
     assert state.mana[0] == 10 - 1 + 2  # activation only, then income for 2 tables
 
 

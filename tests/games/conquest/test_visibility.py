@@ -42,7 +42,7 @@ def test_4_1_public_information_for_spectators():
 def test_4_1_folds_are_public():
     state, _ = duel("2c 7d 9h  Js 4s", "AcAd", "KcKd")
     state, events = finish_phase(state, decide({0: [], 1: [B]}))
-    folded = next(e for e in events if e.type == "folded")
+    folded = next(e for e in events if e.type == "folds")
     assert folded.audience is None
     statuses = {p["seat"]: p["status"] for p in GAME.view(state, SPECTATOR)["battles"][0]["participants"]}
     assert statuses == {0: "live", 1: "folded_turn"}
