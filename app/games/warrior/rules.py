@@ -749,8 +749,8 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
     cards = s.card_set.cards
     data = {"seat": seat, "card": face(s, card), "by": by, "cause": cause}
     if cards[card].kind == WIZARD:
+        data["nation"] = next((s.card_set.races[r] for w, r in s.wizards[seat] if w == card), None)
         s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != card)
-        data["nation"] = None
     else:
         s.creatures[seat] = tuple(c for c in s.creatures[seat] if c != card)
         atk = s.attack
