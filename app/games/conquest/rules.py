@@ -153,12 +153,30 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     (test support): the whole deck in order, top first."""
     if stacked is not None:
         return Table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
-    deck = list(range(52))
-    rng = st.rng
-    for i in range(3):  # the first Fisher–Yates steps; the rest of the deck is shuffled lazily
-        j = i + rng.randbelow(52 - i)
-        deck[i], deck[j] = deck[j], deck[i]
-    return Table(tuple(deck[:3]), tuple(deck[3:]), 0)
+    deck = _FULL_DECK
+    flop = []
+    for _ in range(3):  # the flop: 3 random cards; the rest stays an unordered remainder
+        card, deck, _ = _take(st.rng, deck, 0, ())
+        flop.append(card)
+    return Table(tuple(flop), deck, 0)
+
+
+_FULL_DECK = tuple(range(52))
+
+
+def _take(rng: Rng, deck: tuple[int, ...], fixed: int, skip) -> tuple[int, tuple[int, ...], int]:
+    """Draw one card from ``deck`` leaving out the cards in ``skip``: the first of the ``fixed``
+    (stacked) top cards not skipped, else a uniformly random one of the unordered rest.
+    Returns ``(card, rest of the deck, fixed count of the rest)``."""
+    for i in range(fixed):
+        if deck[i] not in skip:
+            return deck[i], deck[:i] + deck[i + 1:], fixed - 1
+    size = len(deck) - fixed
+    while True:
+        j = fixed + rng.randbelow(size)
+        card = deck[j]
+        if card not in skip:
+            return card, deck[:j] + deck[j + 1:], fixed
 
 
 def stacked_position(
@@ -544,27 +562,16 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
 
 def _draw_from_table(st: State, battle: Battle, count: int, issue: bool = True) -> list[Dealt]:
     """Draw ``count`` cards from the table's deck, leaving out every participant's hand (3.8; the
-    flop is already out of the deck), finishing the lazy shuffle one step per position reached.
-    ``issue``: give the cards wire tokens now; else their token is ``""`` until they are first shown
-    (the neutral's hand, at the final). ``battle`` must belong to ``st`` (states are cloned with their battles before a resolution)."""
+    flop is already out of the deck). ``issue``: give the cards wire tokens now; else their token is
+    ``""`` until they are first shown (the neutral's hand, at the final). ``battle`` must belong to
+    ``st`` (states are cloned with their battles before a resolution)."""
     in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
-    deck = list(battle.deck)
-    fixed = battle.fixed
-    rng = st.rng
+    deck, fixed, rng = battle.deck, battle.fixed, st.rng
     drawn = []
-    i = 0
-    while len(drawn) < count:
-        if i >= fixed:
-            j = i + rng.randbelow(len(deck) - i)
-            deck[i], deck[j] = deck[j], deck[i]
-            fixed = i + 1
-        if deck[i] in in_hands:
-            i += 1
-            continue
-        card = deck.pop(i)
+    for _ in range(count):
+        card, deck, fixed = _take(rng, deck, fixed, in_hands)
         drawn.append(st.deal(card) if issue else (card, ""))
-        fixed -= 1
-    battle.deck = tuple(deck)
+    battle.deck = deck
     battle.fixed = fixed
     return drawn
 

@@ -67,8 +67,9 @@ class Table:
     - ``flop``: its 3 face-down cards (ints). They get wire tokens only when their battle starts and
       they are turned up (3.1); until then nothing about them leaves the server.
     - ``deck``: the rest of the table's own 52-card deck; ``fixed``: how many of its top cards are in
-      their final order. The rest is shuffled lazily, one Fisher–Yates step per card drawn — the same
-      distribution as a full shuffle, at the cost of the cards actually drawn.
+      a set order (only stacked test decks have any). The rest is an unordered remainder from which
+      each draw takes a uniformly random card: the same distribution as drawing from the top of a
+      fully shuffled deck, at the cost of the cards actually drawn.
     """
 
     __slots__ = ("flop", "deck", "fixed")
