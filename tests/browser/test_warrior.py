@@ -1,0 +1,65 @@
+"""One person plays a whole Warrior match (three rounds) against two bots through the page,
+answering every decision the server asks of them."""
+from __future__ import annotations
+
+import time
+
+from .conftest import screenshot, sign_in
+
+
+def test_play_warrior_against_bots(pages):
+    ann = pages.new()
+    sign_in(ann, "ann")
+    ann.select_option("#new-game", "warrior")
+    ann.fill("#new-seats", "3")
+    ann.click("#create-lobby")
+    ann.click("#add-bots")
+    ann.click("#start-match:not([disabled])")
+    ann.wait_for_selector("#board .mats .mat")
+
+    seen: dict[str, int] = {}
+    shot = False
+    deadline = time.time() + 120
+    while ann.locator("#standings").count() == 0:
+        assert time.time() < deadline, f"the match did not end in time (decisions: {seen})"
+        decision = None
+        if ann.locator("#prompt-bar.mine").count():
+            decision = ann.evaluate("window.__bannerfall.state.view.decision")
+        if not decision or decision.get("submission"):
+            time.sleep(0.1)
+            continue
+        kind = decision["kind"]
+        seen[kind] = seen.get(kind, 0) + 1
+        version = ann.evaluate("window.__bannerfall.state.version")
+        if kind == "keep":
+            for card in ann.locator("#hand button.wcard").all()[: decision["keep"]]:
+                card.click()
+            ann.click("#submit-keep:not([disabled])")
+        elif kind == "place_wizards":
+            ann.click("#submit-wizards")
+        elif kind == "siege":
+            ann.click("#submit-siege")  # hold the engines
+        elif kind == "target":
+            if decision["force_size"]:
+                for card in ann.locator("#force button.wcard").all()[: decision["force_size"]]:
+                    card.click()
+            ann.locator("#controls .target-btn.attack:not([disabled])").first.click()
+        elif kind == "lose":
+            for card in ann.locator("#lose button.wcard").all()[: decision["count"]]:
+                card.click()
+            ann.click("#submit-lose:not([disabled])")
+        elif kind == "continue":
+            if not shot and ann.locator(".attack-box .die").count():
+                screenshot(ann, "warrior.png", full_page=True)
+                shot = True
+            ann.click("#go-on" if seen[kind] % 2 else "#stop-attack")
+        elif kind == "reattack":
+            ann.click("#end-attack")
+        else:
+            raise AssertionError(f"unknown decision {kind}")
+        ann.wait_for_function(f"window.__bannerfall.state.version > {version}")
+
+    assert seen.get("keep", 0) >= 3, seen  # three rounds
+    assert ann.locator("#standings tbody tr").count() == 3
+    if not shot:
+        screenshot(ann, "warrior.png", full_page=True)
