@@ -8,6 +8,7 @@ Clause references are to ``shared/rules/warrior.md``.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from app.games.base import Event, IllegalAction, Outcome, Rng, action_type, require
@@ -56,9 +57,14 @@ def face(s: WarriorState, card: int) -> dict[str, Any]:
     return {"id": s.tokens[card], **s.card_set.faces[card]}
 
 
-def _other_seats(s: WarriorState, seat: int) -> list[int]:
+def _other_seats(s: WarriorState, seat: int) -> tuple[int, ...]:
     """Other seats, clockwise from ``seat``."""
-    return [(seat + i) % s.seats for i in range(1, s.seats)]
+    return _clockwise(s.seats, seat)
+
+
+@lru_cache(maxsize=64)
+def _clockwise(seats: int, seat: int) -> tuple[int, ...]:
+    return tuple((seat + i) % seats for i in range(1, seats))
 
 
 def _nation_sizes(s: WarriorState, seat: int, extra: tuple[int, ...] = ()) -> dict[int, int]:
@@ -84,15 +90,20 @@ def _largest(sizes: Mapping[int, int], allowed) -> int | None:
 
 
 def _race_arg(s: WarriorState, value: Any) -> int:
-    require(isinstance(value, str) and value in s.card_set.race_index, "unknown_race", f"unknown race {value!r}")
+    if not (isinstance(value, str) and value in s.card_set.race_index):
+        raise IllegalAction("unknown_race", f"unknown race {value!r}")
     return s.card_set.race_index[value]
 
 
 def _token_list(value: Any, field: str) -> list[str]:
-    require(isinstance(value, list), "malformed_action", f"'{field}' must be a list of card ids")
-    require(len(value) <= MAX_LIST, "malformed_action", f"'{field}' is too long")
-    require(all(isinstance(t, str) for t in value), "malformed_action", f"'{field}' must hold card ids (strings)")
-    require(len(set(value)) == len(value), "duplicate_card", f"'{field}' names a card twice")
+    if not isinstance(value, list):
+        raise IllegalAction("malformed_action", f"'{field}' must be a list of card ids")
+    if len(value) > MAX_LIST:
+        raise IllegalAction("malformed_action", f"'{field}' is too long")
+    if not all(isinstance(t, str) for t in value):
+        raise IllegalAction("malformed_action", f"'{field}' must hold card ids (strings)")
+    if len(set(value)) != len(value):
+        raise IllegalAction("duplicate_card", f"'{field}' names a card twice")
     return value
 
 
@@ -101,7 +112,8 @@ def _cards_from(s: WarriorState, tokens: list[str], allowed: list[int], code: st
     by_token = {s.tokens[c]: c for c in allowed}
     out = []
     for t in tokens:
-        require(t in by_token, code, f"card {t!r} cannot be used here")
+        if t not in by_token:
+            raise IllegalAction(code, f"card {t!r} cannot be used here")
         out.append(by_token[t])
     return out
 
@@ -113,9 +125,12 @@ def _is_mapping(value: Any) -> bool:
 def _mapping(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
-    require(_is_mapping(value), "malformed_action", f"'{field}' must be an object of card id -> nation")
-    require(len(value) <= MAX_LIST, "malformed_action", f"'{field}' is too long")
-    require(all(isinstance(k, str) for k in value), "malformed_action", f"'{field}' keys must be card ids")
+    if not _is_mapping(value):
+        raise IllegalAction("malformed_action", f"'{field}' must be an object of card id -> nation")
+    if len(value) > MAX_LIST:
+        raise IllegalAction("malformed_action", f"'{field}' is too long")
+    if not all(isinstance(k, str) for k in value):
+        raise IllegalAction("malformed_action", f"'{field}' keys must be card ids")
     return dict(value)
 
 
@@ -234,14 +249,18 @@ def _wizard_choice(
     free = {r for r in sizes if not s.protected(seat, r)}
     chosen: dict[int, int | None] = {}
     for token, race_name in mapping.items():
-        require(token in by_token, "unknown_card", f"{token!r} is not one of your wizards to place")
+        if token not in by_token:
+            raise IllegalAction("unknown_card", f"{token!r} is not one of your wizards to place")
         if race_name is None:
             chosen[by_token[token]] = None
             continue
         r = _race_arg(s, race_name)
-        require(r in sizes, "not_your_nation", f"you have no {race_name} nation")
-        require(r in free, "nation_protected", f"your {race_name} nation already has a wizard")
-        require(r not in chosen.values(), "nation_protected", f"two wizards on your {race_name} nation")
+        if r not in sizes:
+            raise IllegalAction("not_your_nation", f"you have no {race_name} nation")
+        if r not in free:
+            raise IllegalAction("nation_protected", f"your {race_name} nation already has a wizard")
+        if r in chosen.values():
+            raise IllegalAction("nation_protected", f"two wizards on your {race_name} nation")
         chosen[by_token[token]] = r
     taken = tuple(r for r in chosen.values() if r is not None)
     rest = [w for w in wizards if w not in chosen]
@@ -337,7 +356,8 @@ def _keep_choice(s: WarriorState, seat: int, kept: tuple[int, ...], raw_attacks:
     by_token = {s.tokens[c]: c for c in attack_cards}
     chosen: dict[int, int | None] = {}
     for token, race_name in attacks_map.items():
-        require(token in by_token, "unknown_card", f"{token!r} is not a kept attack card")
+        if token not in by_token:
+            raise IllegalAction("unknown_card", f"{token!r} is not a kept attack card")
         card = by_token[token]
         if cards[card].mercenaries:
             chosen[card] = None  # a mercenary attack is made by no one nation
@@ -347,7 +367,8 @@ def _keep_choice(s: WarriorState, seat: int, kept: tuple[int, ...], raw_attacks:
             chosen[card] = None
             continue
         r = _race_arg(s, race_name)
-        require(r in sizes, "not_your_nation", f"you have no {race_name} nation")
+        if r not in sizes:
+            raise IllegalAction("not_your_nation", f"you have no {race_name} nation")
         chosen[card] = r
     attacks = tuple(
         (c, chosen[c] if c in chosen else (None if cards[c].mercenaries else default_nation)) for c in attack_cards
@@ -370,7 +391,8 @@ def keep_choice_to_action(s: WarriorState, choice: KeepChoice) -> dict[str, Any]
 def _act_keep(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
     tokens = _token_list(action.get("cards"), "cards")
     need = s.keep_counts[seat]
-    require(len(tokens) == need, "wrong_count", f"keep exactly {need} cards")
+    if len(tokens) != need:
+        raise IllegalAction("wrong_count", f"keep exactly {need} cards")
     picked = set(_cards_from(s, tokens, s.hands[seat]))
     kept = tuple(c for c in s.hands[seat] if c in picked)  # dealt order
     s.choices[seat] = _keep_choice(s, seat, kept, action.get("attacks"), action.get("wizards"))
@@ -637,11 +659,13 @@ def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Event
     if candidates:
         raw_force = action.get("force")
         if raw_force is None:
-            require(len(candidates) == size, "force_required", f"choose {size} creatures for the mercenary force")
+            if len(candidates) != size:
+                raise IllegalAction("force_required", f"choose {size} creatures for the mercenary force")
             force = list(candidates)
         else:
             tokens = _token_list(raw_force, "force")
-            require(len(tokens) == size, "wrong_count", f"a mercenary force of {size} creatures")
+            if len(tokens) != size:
+                raise IllegalAction("wrong_count", f"a mercenary force of {size} creatures")
             force = _cards_from(s, tokens, candidates, "not_your_creature")
     return _set_target(s, ev, nation, (t_seat, t_race), force)
 
@@ -719,7 +743,8 @@ def default_losses(s: WarriorState, seat: int) -> list[int]:
 def _act_lose(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
     _, count, from_att = loss_entry(s, seat)
     tokens = _token_list(action.get("cards"), "cards")
-    require(len(tokens) == count, "wrong_count", f"lose exactly {count} card(s)")
+    if len(tokens) != count:
+        raise IllegalAction("wrong_count", f"lose exactly {count} card(s)")
     s.choices[seat] = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))
     ev.append(Event("submitted", {"seat": seat, "phase": LOSE}))
     if any(s.choices[w] is None for w in s.waiting):
@@ -982,9 +1007,11 @@ def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[Wa
     require(isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < state.seats, "invalid_seat", "no such seat")
     require(state.phase != OVER, "match_over", "the match is over")
     entry = _ACTIONS.get(kind)
-    require(entry is not None, "unknown_action", f"unknown action type {kind!r}")
+    if entry is None:
+        raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
     phase, handler = entry  # type: ignore[misc]
-    require(state.phase == phase, "wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
+    if state.phase != phase:
+        raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
     require(seat in state.waiting, "not_your_turn", "nothing is asked of this seat now")
     s = state.clone()
     ev: Events = []
