@@ -286,3 +286,21 @@ def test_3_neutral_hand_from_table_deck_pays_nothing_never_folds():
     state, _ = finish_phase(state)
     assert battle.status[NEUTRAL] == LIVE and card_name(state.battles[N1].river[0]) == "8h"
     assert state.mana[0] == 10 - 1 - 1 - 2
+
+
+# ---- 2.4 ---------------------------------------------------------------------------------------
+
+def test_2_4_every_table_that_goes_to_battle_is_fought_in_lock_step():
+    state = position(owner={A: 0, B: 1}, mana=[20, 20])
+    state, _ = finish_phase(state, orders({0: [B, N1], 1: [A]}))
+    state, _ = finish_phase(state, {0: {"type": "defend", "lands": [A]}, 1: {"type": "defend", "lands": [B]}})
+    state, _ = finish_phase(state)  # seat 0 assigns its pool over A, B and N1 by default
+    assert sorted(state.battles) == sorted([A, B, N1])
+    assert state.battles[A].seats == (0, 1) and state.battles[A].defender == 0
+    assert state.battles[B].defender == 1 and state.battles[N1].seats == (0, NEUTRAL)
+    assert all(b.stage == "turn" and b.turn is not None for b in state.battles.values())
+    assert GAME.view(state, 0)["you"]["decision_lands"] == sorted([A, B, N1])
+    state, _ = finish_phase(state)  # everyone stays: every table moves to the river together
+    assert all(b.stage == "river" and b.river is not None for b in state.battles.values())
+    state, _ = finish_phase(state)
+    assert all(b.stage == "done" and b.result in ("final", "tie") for b in state.battles.values())
