@@ -114,3 +114,13 @@ def test_game_metadata():
     schema = GAME.Options.model_json_schema()
     for name in ("phase_seconds", "decision_seconds", "siege_seconds"):
         assert "minimum" in schema["properties"][name] and "maximum" in schema["properties"][name]
+
+
+def test_options_bounds_and_unknown_keys_are_rejected():
+    from pydantic import ValidationError
+
+    for bad in ({"phase_seconds": 1}, {"decision_seconds": 0}, {"siege_seconds": 10**6}, {"speed": 3}):
+        with pytest.raises(ValidationError):
+            GAME.Options(**bad)
+    s = GAME.setup(2, {"phase_seconds": 30, "decision_seconds": 5, "siege_seconds": 3}, b"o" * 32)
+    assert (s.timing.phase, s.timing.decision, s.timing.siege) == (30, 5, 3)

@@ -107,7 +107,7 @@ def test_7_leak_test_over_seeded_bot_matches():
     """After every action, for every seat and the spectator, neither the view nor any event they can
     see contains a token ``hidden_tokens`` says they must not see."""
     checked_hidden = 0
-    for seed in range(14):
+    for seed in range(30):
         seats = 2 + seed % 3
 
         def check(state, events, seats=seats):
