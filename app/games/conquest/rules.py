@@ -388,7 +388,7 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
     for key, cards in hands.items():
         if type(key) is int:
             land = key
-        elif isinstance(key, str) and key.isdigit() and len(key) <= 4:
+        elif isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 4:
             land = int(key)
         else:
             raise IllegalAction("malformed_action", "'hands' keys must be land ids")

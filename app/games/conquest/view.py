@@ -79,11 +79,11 @@ def _card(dealt: Dealt, visible: bool, admin: bool) -> dict[str, Any]:
     return dict(_FACE_DOWN)
 
 
-def _face_down(card: int, admin: bool) -> dict[str, Any]:
-    """An unopened flop card: nothing for players and spectators, its face for the admin."""
+def _face_down_flop(flop: tuple[int, ...], admin: bool) -> list[dict[str, Any]]:
+    """An unopened flop: nothing but its place for players and spectators, its faces for the admin."""
     if admin:
-        return {"card": poker.card_name(card), "hidden": True}
-    return dict(_FACE_DOWN)
+        return [{"card": poker.card_name(card), "hidden": True} for card in flop]
+    return [{"hidden": True}, {"hidden": True}, {"hidden": True}]
 
 
 def _who(seat: int) -> int | str:
@@ -152,13 +152,13 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         if owner != NEUTRAL:
             counts[owner] += 1
     lands = []
-    for land in range(board.size):
-        q, r = board.coords[land]
+    battles = state.battles
+    for land, (q, r) in enumerate(board.coords):
         owner = state.owner[land]
-        if flop_visible(state, land, viewer):
-            flop = [_card(d, True, admin) for d in state.battles[land].flop]
+        if land in battles and flop_visible(state, land, viewer):
+            flop = [_card(d, True, admin) for d in battles[land].flop]
         else:
-            flop = [_face_down(card, admin) for card in state.tables[land].flop]
+            flop = _face_down_flop(state.tables[land].flop, admin)
         lands.append({
             "id": land, "q": q, "r": r,
             "owner": None if owner == NEUTRAL else owner,
