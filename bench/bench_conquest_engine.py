@@ -114,8 +114,15 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if args.write:
+        marker = "<!-- measurements above are generated; the notes below are written by hand -->"
+        try:
+            with open(args.write, encoding="utf-8") as fh:
+                existing = fh.read()
+        except FileNotFoundError:
+            existing = ""
+        tail = existing[existing.index(marker):] if marker in existing else marker + "\n"
         with open(args.write, "w", encoding="utf-8") as fh:
-            fh.write(report)
+            fh.write(report + "\n" + tail)
 
 
 if __name__ == "__main__":

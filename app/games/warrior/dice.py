@@ -5,8 +5,7 @@ given rolls and forces into losses, so every figure of the rules can be checked 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from app.games.base import Rng
 from app.games.warrior.cards import DIE_FACES
@@ -15,8 +14,7 @@ ATTACKER_MAX_DICE = 3
 DEFENDER_MAX_DICE = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Force:
+class Force(NamedTuple):
     """One side of an exchange: ``creatures`` face-up creatures that can be lost, and the infantry and
     archer symbols counting for this fight (the attack card's symbol included for the attacker)."""
 
@@ -25,8 +23,7 @@ class Force:
     archers: int
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
+class Exchange(NamedTuple):
     """The result of one exchange. Dice are sorted highest first, archer bonus already added to the
     highest die of the side that has it; losses are creatures each side loses (capped at its creatures)."""
 
@@ -110,5 +107,19 @@ def exchange(
 
 
 def roll(rng: Rng, count: int) -> tuple[int, ...]:
-    """``count`` six-sided dice from the match rng (advances ``rng``)."""
-    return tuple(rng.randint(1, DIE_FACES) for _ in range(count))
+    """``count`` six-sided dice from the match rng (advances ``rng``).
+
+    The dice are one uniform draw ``rng.randbelow(6 ** count)`` read as ``count`` base-6 digits (least
+    significant first), each die exactly uniform and independent, with one rng call instead of one per
+    die. An rng object that has a ``dice(count)`` method supplies the faces itself (test support:
+    :class:`app.games.warrior.positions.ScriptedRng`).
+    """
+    scripted = getattr(rng, "dice", None)
+    if scripted is not None:
+        return scripted(count)
+    value = rng.randbelow(DIE_FACES ** count)
+    faces = []
+    for _ in range(count):
+        value, face = divmod(value, DIE_FACES)
+        faces.append(face + 1)
+    return tuple(faces)

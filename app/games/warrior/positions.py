@@ -24,8 +24,8 @@ LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
 
 
 class ScriptedRng(Rng):
-    """An Rng whose die rolls (``randint``) come from a script; shuffles and other draws use the real
-    counter-mode generator. Running out of scripted dice raises ``LookupError`` (a test bug)."""
+    """An Rng whose die rolls come from a script (``dice``, used by ``dice.roll``); shuffles and other
+    draws use the real counter-mode generator. Running out of scripted dice raises ``LookupError``."""
 
     __slots__ = ("_dice", "_at")
 
@@ -40,14 +40,15 @@ class ScriptedRng(Rng):
             self._key, self._dice, self._at, _counter=base._counter, _pool=base._pool, _bits=base._bits  # noqa: SLF001
         )
 
-    def randint(self, a: int, b: int) -> int:
-        if self._at >= len(self._dice):
+    def dice(self, count: int) -> tuple[int, ...]:
+        """The next ``count`` scripted die faces (used by :func:`app.games.warrior.dice.roll`)."""
+        if self._at + count > len(self._dice):
             raise LookupError("scripted dice exhausted")
-        value = self._dice[self._at]
-        self._at += 1
-        if not a <= value <= b:
-            raise ValueError(f"scripted die {value} outside {a}..{b}")
-        return value
+        faces = self._dice[self._at:self._at + count]
+        self._at += count
+        if any(not 1 <= f <= 6 for f in faces):
+            raise ValueError(f"scripted die faces {faces} outside 1..6")
+        return tuple(faces)
 
     @property
     def used(self) -> int:

@@ -670,30 +670,26 @@ def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Event
     return _set_target(s, ev, nation, (t_seat, t_race), force)
 
 
-def _attacker_force(s: WarriorState) -> Force:
+def _force_of(s: WarriorState, members, card: int | None = None) -> Force:
+    """Face-up creatures ``members`` (plus the attack ``card``'s symbols) as a :class:`Force`."""
     cards = s.card_set.cards
-    atk = s.attack
-    assert atk is not None
-    card = cards[atk.card]
-    return Force(
-        creatures=len(atk.force),
-        infantry=card.infantry + sum(cards[c].infantry for c in atk.force),
-        archers=card.archer + sum(cards[c].archer for c in atk.force),
-    )
-
-
-def _nation_force(s: WarriorState, seat: int, race: int) -> Force:
-    cards = s.card_set.cards
-    nation = s.nation(seat, race)
-    return Force(len(nation), sum(cards[c].infantry for c in nation), sum(cards[c].archer for c in nation))
+    infantry = archers = 0
+    if card is not None:
+        infantry, archers = cards[card].infantry, cards[card].archer
+    for c in members:
+        d = cards[c]
+        infantry += d.infantry
+        archers += d.archer
+    return Force(len(members), infantry, archers)
 
 
 def _step_exchange(s: WarriorState, ev: Events) -> str | None:
     """One exchange (4.3-4.5): dice from the match rng, losses chosen by the losing sides."""
     atk = s.attack
     assert atk is not None and atk.target is not None
-    attacker = _attacker_force(s)
-    defender = _nation_force(s, *atk.target)
+    defending = s.nation(*atk.target)
+    attacker = _force_of(s, atk.force, atk.card)
+    defender = _force_of(s, defending)
     n_att, n_def = dice_counts(attacker, defender)
     result = exchange(roll(s.rng, n_att), roll(s.rng, n_def), attacker, defender)
     atk.exchanges += 1
@@ -709,7 +705,7 @@ def _step_exchange(s: WarriorState, ev: Events) -> str | None:
     if result.defender_losses:
         losses.append((atk.target[0], result.defender_losses, False))
     s.losses = tuple(losses)
-    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < len(lose_candidates(s, from_att))))
+    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < (len(atk.force) if from_att else len(defending))))
     if waiting:
         _open(s, LOSE, waiting)
         return None
