@@ -178,3 +178,44 @@ def test_reconnect_in_the_middle_of_a_turn(pages, live_server):
     assert len(keys) == len(set(keys)), keys
     ended = ann.locator("#event-log li[data-type=turn_ended]").all_inner_texts()
     assert sum("ann ended the turn" in t for t in ended) == 1
+
+
+def test_sort_and_move_through_the_page(pages):
+    ann = pages.new()
+    sign_in(ann, "ann")
+    ann.fill("#new-seats", "2")
+    ann.fill("#opt-turn_seconds", "120")
+    ann.click("#create-lobby")
+    ann.click("#add-bots")
+    ann.click("#start-match:not([disabled])")
+    ann.wait_for_selector("#prompt-bar.mine", timeout=20_000)
+    state = _state(ann)
+    me = state["seat"]
+    provinces = state["view"]["provinces"]
+
+    # sort: a frontline province's top card goes one down
+    front = next(p for p in provinces if p["owner"] == me and p["frontline"] and len(p["garrison"]) >= 2)
+    ann.click(f'#board .province[data-province="{front["id"]}"]')
+    ann.locator(".garrison .card .arrow[title='move down']").first.click()
+    ann.click("#apply-order")
+    ann.wait_for_function(f"window.__bannerfall.state.version > {state['version']}")
+    order = [c["id"] for c in _state(ann)["view"]["provinces"][front["id"]]["garrison"]]
+    before = [c["id"] for c in front["garrison"]]
+    assert order == [before[1], before[0], *before[2:]]
+
+    # move: one card to a neighbouring province of ann's
+    version = _state(ann)["version"]
+    pair = next(((p, a) for p in _state(ann)["view"]["provinces"] if p["owner"] == me and p["garrison"]
+                 for a in p["adjacent"] if provinces[a]["owner"] == me and len(provinces[a]["garrison"]) < 7), None)
+    if pair is None:  # the deal left ann no two neighbouring provinces (rare): nothing to move
+        return
+    src, dst = pair
+    ann.click(f'#board .province[data-province="{src["id"]}"]')
+    ann.click(".choose-row button:has-text('none')")
+    ann.locator(".garrison .card").first.click()
+    ann.click(f'button[data-move="{dst}"]')
+    ann.wait_for_function(f"window.__bannerfall.state.version > {version}")
+    after = _state(ann)["view"]["provinces"]
+    assert after[dst]["garrison"][-1]["id"] == src["garrison"][0]["id"]
+    assert after[dst]["received"] is True
+    ann.wait_for_selector("#event-log li[data-type=moved]")

@@ -210,10 +210,11 @@ export function createBoard(ctx) {
     const d = view.decision;
     const out = [];
     const mine = msg.status === "running" && me() !== null && msg.prompts.some((p) => p.seat === me() && !ctx.readOnly);
-    if (ctx.admin && view.hands) {
+    if (ctx.admin && view.hands && view.hands.some((hand) => hand.length)) {
       const hands = view.hands.map((hand, seat) => hand.length ? h("div.pool", h("span.small", `${name(seat)}: `), hand.map((c) => wcard(c, { small: true }))) : null);
-      out.push(h("div.subhead", "Hands (private)"), hands, h("div.small.muted", `Pile (top first): ${view.pile.length} cards`));
+      out.push(h("div.subhead", "Hands (private)"), hands);
     }
+    if (ctx.admin && view.pile) out.push(h("div.small.muted", `Pile: ${view.pile.length} cards`));
     if (!d || !mine) {
       if (!ctx.readOnly && view.phase !== "over") out.push(h("p.hint", "Nothing for you to decide now."));
       out.push(racesTable());
