@@ -162,7 +162,7 @@ def _reshuffle_discards(s: WarriorState, ev: Events) -> None:
     pile = [*s.pile, *s.discards]
     ev.append(Event("discards_shuffled", {"cards": len(s.discards), "pile": len(pile)}))
     s.discards = ()
-    s.rng.shuffle(pile)
+    s.draw_rng().shuffle(pile)
     s.pile = tuple(pile)
 
 
@@ -175,7 +175,7 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
     n = len(card_set.cards)
     s = WarriorState.empty(seats, timing, card_set, Rng(seed), MatchTokens(seed))
     pile = list(range(n))
-    s.rng.shuffle(pile)
+    s.draw_rng().shuffle(pile)
     ev: Events = []
     cards = card_set.cards
     hands: list[list[int]] = [[] for _ in range(seats)]
@@ -199,7 +199,7 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
     s.issue_tokens(drawn)
     s.clear_tokens(aside)  # set aside, back into the pile
     pile.extend(aside)
-    s.rng.shuffle(pile)
+    s.draw_rng().shuffle(pile)
     s.pile = tuple(pile)
     for seat in range(seats):
         s.creatures[seat] = tuple(c for c in hands[seat] if cards[c].kind == CREATURE)
@@ -691,7 +691,8 @@ def _step_exchange(s: WarriorState, ev: Events) -> str | None:
     attacker = _force_of(s, atk.force, atk.card)
     defender = _force_of(s, defending)
     n_att, n_def = dice_counts(attacker, defender)
-    result = exchange(roll(s.rng, n_att), roll(s.rng, n_def), attacker, defender)
+    rng = s.draw_rng()
+    result = exchange(roll(rng, n_att), roll(rng, n_def), attacker, defender)
     atk.exchanges += 1
     atk.last = result
     ev.append(Event("exchange", {
@@ -941,7 +942,7 @@ def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
             if shot.target not in siege_targets(s, seat):
                 ev.append(Event("siege_void", {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
                 continue
-            (die,) = roll(s.rng, 1)
+            (die,) = roll(s.draw_rng(), 1)
             hit = die >= SIEGE_HIT
             s.engines[seat] = tuple(e for e in s.engines[seat] if e != shot.engine)
             s.discards += (shot.engine,)

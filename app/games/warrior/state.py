@@ -153,6 +153,8 @@ class WarriorState:
     after_siege: str
     last_siege: tuple[dict[str, Any], ...]
     result: Outcome | None
+    #: False while ``rng`` is shared with the state this one was cloned from (see :meth:`draw_rng`).
+    rng_owned: bool = True
 
     @classmethod
     def empty(cls, seats: int, timing: Timing, card_set: CardSet, rng: Rng, token_source: CardTokens) -> "WarriorState":
@@ -166,15 +168,23 @@ class WarriorState:
         )
 
     def clone(self) -> "WarriorState":
-        """An independent copy: the per-seat lists and ``choices`` are copied, the rng cloned, the attack
-        cloned; every other field is immutable and shared."""
+        """An independent copy: the per-seat lists and ``choices`` are copied and the attack cloned; every
+        other field is immutable and shared. The rng is shared too until the copy draws from it:
+        :meth:`draw_rng` clones it first (copy on write), so the original never advances."""
         return WarriorState(
-            self.seats, self.timing, self.card_set, self.rng.clone(), self.token_source, self.token_count,
+            self.seats, self.timing, self.card_set, self.rng, self.token_source, self.token_count,
             self.tokens, self.pile, self.discards, self.creatures[:], self.wizards[:], self.engines[:],
             self.victory[:], self.hands[:], self.keep_counts, self.choices[:], self.waiting, self.phase,
             self.phase_id, self.round, self.attack.clone() if self.attack is not None else None, self.queue,
-            self.losses, self.after_siege, self.last_siege, self.result,
+            self.losses, self.after_siege, self.last_siege, self.result, False,
         )
+
+    def draw_rng(self) -> Rng:
+        """The match rng, ready to draw from: every shuffle and roll goes through here."""
+        if not self.rng_owned:
+            self.rng = self.rng.clone()
+            self.rng_owned = True
+        return self.rng
 
     # -- tokens -----------------------------------------------------------------------------------
     def issue_token(self, card: int) -> str:

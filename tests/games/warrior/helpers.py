@@ -15,7 +15,7 @@ def fingerprint(s: WarriorState) -> str:
     rng = s.rng
     parts = [repr((rng._key, rng._counter, rng._pool, rng._bits, getattr(rng, "_at", None)))]  # noqa: SLF001
     for name in WarriorState.__slots__:
-        if name in ("rng", "card_set", "token_source"):
+        if name in ("rng", "card_set", "token_source", "rng_owned"):
             continue
         parts.append(f"{name}={getattr(s, name)!r}")
     return "\n".join(parts)
