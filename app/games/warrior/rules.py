@@ -140,6 +140,7 @@ def _open(s: WarriorState, phase: str, waiting: tuple[int, ...]) -> None:
     s.phase_id += 1
     s.waiting = waiting
     s.choices = [None] * s.seats
+    s.target_cache = None
 
 
 def _draw(s: WarriorState, ev: Events) -> int | None:
@@ -522,7 +523,10 @@ def targets_for(s: WarriorState, seat: int, race: int | None) -> list[tuple[int,
 
 def target_options(s: WarriorState) -> tuple[dict[int | None, list[tuple[int, int]]], list[int], int]:
     """For the current attack: ({attacking nation (None = mercenaries): [targets]}, mercenary candidates,
-    mercenary force size). Only nations with at least one target appear. 4.1, 4.7."""
+    mercenary force size). Only nations with at least one target appear. 4.1, 4.7.
+    The result is shared (cached while the TARGET phase is open): callers must not mutate it."""
+    if s.target_cache is not None and s.phase == TARGET:
+        return s.target_cache
     atk = s.attack
     assert atk is not None
     card = s.card_set.cards[atk.card]
@@ -611,12 +615,14 @@ def _step_target(s: WarriorState, ev: Events) -> str | None:
             force = list(candidates)
         return _set_target(s, ev, nation, target, force)
     _open(s, TARGET, (atk.seat,))
+    s.target_cache = (options, candidates, size)
     return None
 
 
 def _set_target(s: WarriorState, ev: Events, nation: int | None, target: tuple[int, int], force: list[int]) -> str:
     atk = s.attack
     assert atk is not None
+    s.target_cache = None  # the choice is made: the options are stale from here on
     races = s.card_set.races
     if not atk.started:
         atk.started = True

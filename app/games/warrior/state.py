@@ -155,6 +155,8 @@ class WarriorState:
     result: Outcome | None
     #: False while ``rng`` is shared with the state this one was cloned from (see :meth:`draw_rng`).
     rng_owned: bool = True
+    #: The attacker's options while the TARGET phase is open (nothing changes during it); never mutated.
+    target_cache: Any = None
 
     @classmethod
     def empty(cls, seats: int, timing: Timing, card_set: CardSet, rng: Rng, token_source: CardTokens) -> "WarriorState":
@@ -176,7 +178,7 @@ class WarriorState:
             self.tokens, self.pile, self.discards, self.creatures[:], self.wizards[:], self.engines[:],
             self.victory[:], self.hands[:], self.keep_counts, self.choices[:], self.waiting, self.phase,
             self.phase_id, self.round, self.attack.clone() if self.attack is not None else None, self.queue,
-            self.losses, self.after_siege, self.last_siege, self.result, False,
+            self.losses, self.after_siege, self.last_siege, self.result, False, self.target_cache,
         )
 
     def draw_rng(self) -> Rng:

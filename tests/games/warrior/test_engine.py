@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.games.base import SPECTATOR, IllegalAction
-from app.games.warrior import GAME
+from app.games.warrior import GAME, rules
 from app.games.warrior.bots import CaptainBot, RandomBot
 from app.games.warrior.state import OVER, SIMULTANEOUS
 
@@ -130,6 +130,10 @@ def test_prompts_invariants_and_defaults_always_legal():
             assert all(p.simultaneous == (s.phase in SIMULTANEOUS) for p in prompts)
             view = GAME.view(s, prompts[0].seat)
             assert view["phase_id"] == s.phase_id and view["phase"] == s.phase
+            if s.phase == "target":  # the cached options are the options computed afresh
+                fresh = s.clone()
+                fresh.target_cache = None
+                assert rules.target_options(fresh) == rules.target_options(s)
             # applying every unsubmitted default ends the phase
             t = s
             for p in prompts:
