@@ -11,7 +11,6 @@ from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR
 from app.games.warrior import rules
-from app.games.warrior.cards import SYMBOLS
 from app.games.warrior.state import KEEP, LOSE, OVER, PLACE_WIZARDS, REATTACK, SIEGE, TARGET, KeepChoice, WarriorState
 
 
@@ -24,32 +23,38 @@ def hidden_tokens(s: WarriorState, viewer: int) -> set[str]:
 
 def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_down: set[int]) -> dict[str, Any]:
     defs = s.card_set.cards
-    totals = dict.fromkeys(SYMBOLS, 0)
+    faces = s.card_set.faces
+    tokens = s.tokens
+    infantry = archer = knight = 0
     shown = []
     for c in cards:
         up = c not in face_down
         if up:
             d = defs[c]
-            totals["infantry"] += d.infantry
-            totals["archer"] += d.archer
-            totals["knight"] += d.knight
-        shown.append({**rules.face(s, c), "face_up": up})
+            infantry += d.infantry
+            archer += d.archer
+            knight += d.knight
+        shown.append({"id": tokens[c], **faces[c], "face_up": up})
     wizard = s.wizard_of(seat, race)
     return {
         "race": s.card_set.races[race],
         "enemy": s.card_set.races[s.card_set.enemy[race]],
         "size": len(cards),
-        "symbols": totals,
+        "symbols": {"infantry": infantry, "archer": archer, "knight": knight},
         "cards": shown,
         "wizard": rules.face(s, wizard) if wizard is not None else None,
     }
 
 
 def _seat_view(s: WarriorState, seat: int, face_down: set[int]) -> dict[str, Any]:
-    defs = s.card_set.cards
+    race_of = s.card_set.race_of
     by_race: dict[int, list[int]] = {}
     for c in s.creatures[seat]:
-        by_race.setdefault(defs[c].race, []).append(c)
+        r = race_of[c]
+        if r in by_race:
+            by_race[r].append(c)
+        else:
+            by_race[r] = [c]
     races = s.card_set.races
     return {
         "seat": seat,
