@@ -20,27 +20,27 @@ def losses(a, d, att=A3, dfn=D2):
     return x.attacker_losses, x.defender_losses
 
 
-def test_exchange_552_vs_43_defender_loses_two():
+def test_4_5_exchange_552_vs_43_defender_loses_two():
     assert losses((5, 5, 2), (4, 3)) == (0, 2)
 
 
-def test_exchange_552_vs_54_each_side_loses_one():
+def test_4_5_exchange_552_vs_54_each_side_loses_one():
     assert losses((5, 5, 2), (5, 4)) == (1, 1)
 
 
-def test_exchange_552_vs_66_attacker_loses_two():
+def test_4_5_exchange_552_vs_66_attacker_loses_two():
     assert losses((5, 5, 2), (6, 6)) == (2, 0)
 
 
-def test_exchange_3_vs_3_one_die_each_costs_the_attacker():
+def test_4_5_exchange_3_vs_3_one_die_each_costs_the_attacker():
     assert losses((3,), (3,), A1, D1) == (1, 0)
 
 
-def test_exchange_order_of_rolls_does_not_matter():
+def test_4_5_exchange_order_of_rolls_does_not_matter():
     assert losses((2, 5, 5), (3, 4)) == (0, 2)
 
 
-def test_enumerate_3_dice_against_2():
+def test_4_5_enumerate_3_dice_against_2():
     tally = Counter()
     for a in itertools.product(range(1, 7), repeat=3):
         for d in itertools.product(range(1, 7), repeat=2):
@@ -51,7 +51,7 @@ def test_enumerate_3_dice_against_2():
     assert tally[(2, 0)] == 2275
 
 
-def test_enumerate_1_die_against_1():
+def test_4_5_enumerate_1_die_against_1():
     wins = sum(1 for a in range(1, 7) for d in range(1, 7) if losses((a,), (d,), A1, D1) == (0, 1))
     assert wins == 15
 
@@ -72,12 +72,12 @@ def test_4_4_archer_bonus_goes_to_the_side_with_more_archers():
     assert x.defender_dice == (6,) and (x.attacker_losses, x.defender_losses) == (1, 0)
 
 
-def test_exchange_losses_capped_at_creatures():
+def test_4_5_exchange_losses_capped_at_creatures():
     x = exchange((1, 1), (6, 6), Force(1, 2, 0), Force(2, 2, 0))
     assert x.attacker_losses == 1
 
 
-def test_exchange_rejects_wrong_dice():
+def test_4_5_exchange_rejects_wrong_dice():
     with pytest.raises(ValueError):
         exchange((1, 2), (3, 4), A3, D2)
     with pytest.raises(ValueError):
@@ -88,7 +88,7 @@ def _chi2(counts: Counter, cells, expected: float) -> float:
     return sum((counts[c] - expected) ** 2 / expected for c in cells)
 
 
-def test_rng_dice_are_fair_chi_square():
+def test_1_6_rng_dice_are_fair_chi_square():
     """Pearson chi-square on the match rng's dice, rolled the way exchanges and siege shots roll them
     (1, 2 or 3 dice per draw), fixed seeds so the test is deterministic. Critical values at 0.1%:
     20.515 (5 degrees of freedom), 59.703 (35), 13.816 (2)."""
@@ -110,7 +110,7 @@ def test_rng_dice_are_fair_chi_square():
     assert sum((tally[k] - v) ** 2 / v for k, v in exact.items()) < 13.816
 
 
-def test_roll_reads_one_draw_as_base_6_digits():
+def test_1_6_roll_reads_one_draw_as_base_6_digits():
     class FixedDraw(Rng):
         def randbelow(self, n):
             assert n == 216
