@@ -1,10 +1,14 @@
 """Benchmark of the Hold'em Conquest engine: applied actions per second and view cost.
 
-Plays seeded bot matches (a RandomBot / SensibleBot mix, 2–4 seats), records every applied action,
-then replays the recorded actions through ``GAME.apply`` alone (bots' thinking excluded) and times
-``GAME.view`` for a seat, a spectator and the admin on the states met along the way.
+Plays seeded bot matches (2–4 seats) for three bot mixes — RandomBot only, SensibleBot only, and
+half-and-half — records every applied action, then replays the recorded actions through
+``GAME.apply`` alone (bots' thinking excluded). Each match is replayed ``--repeat`` times and its
+fastest replay counts: on a shared machine the minimum is the least disturbed measure of the
+engine's own cost. ``GAME.view`` is timed for a seat, a spectator and the admin on states met along
+the way. The report also gives how many card tokens each action issues and what one
+``CardTokens.token`` call costs, since that is a fixed share of the engine's work.
 
-Run:  python bench/bench_conquest_engine.py [--matches 60] [--write docs/benchmarks/conquest-engine.md]
+Run:  python bench/bench_conquest_engine.py [--matches 45] [--repeat 5] [--write docs/benchmarks/conquest-engine.md]
 """
 from __future__ import annotations
 
@@ -15,14 +19,20 @@ import statistics
 import time
 import timeit
 
-from app.games.base import ADMIN, SPECTATOR
+from app.games.base import ADMIN, SPECTATOR, CardTokens
 from app.games.conquest import GAME
 from app.games.conquest.bots import RandomBot, SensibleBot
 
+MIXES = {
+    "random": lambda seed: RandomBot(seed),
+    "sensible": lambda seed: SensibleBot(seed, samples=40),
+    "mixed": lambda seed: SensibleBot(seed, samples=40) if seed % 2 else RandomBot(seed),
+}
 
-def record_match(seats: int, seed: bytes, bot_seed: int) -> list[tuple[int, dict]]:
+
+def record_match(seats: int, seed: bytes, bot_seed: int, mix: str = "mixed") -> list[tuple[int, dict]]:
     """Play one bot match; return the applied (seat, action) list."""
-    bots = [(SensibleBot(bot_seed + k, samples=40) if (bot_seed + k) % 2 else RandomBot(bot_seed + k)) for k in range(seats)]
+    bots = [MIXES[mix](bot_seed + k) for k in range(seats)]
     state = GAME.setup(seats, None, seed)
     log = []
     while GAME.outcome(state) is None:
@@ -35,81 +45,97 @@ def record_match(seats: int, seed: bytes, bot_seed: int) -> list[tuple[int, dict
     return log
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--matches", type=int, default=60)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--write", default=None, help="write the markdown report to this path")
-    args = parser.parse_args()
-
-    matches = []
-    for i in range(args.matches):
-        seats = 2 + i % 3
-        seed = b"bench-%d" % i
-        matches.append((seats, seed, record_match(seats, seed, 1000 * i)))
-    actions = sum(len(log) for _, _, log in matches)
-
-    # Each match is replayed ``repeat`` times and its fastest replay counts: on a shared machine the
-    # minimum is the least disturbed measure of the engine's own cost.
-    best_apply = best_cpu = 0.0
-    tokens = 0
-    total_start = time.perf_counter()
+def measure(matches, repeat: int) -> dict[str, float]:
+    """Fastest replay of each match, summed: wall and CPU seconds, actions, tokens, setup seconds."""
+    wall = cpu = setup = 0.0
+    actions = tokens = 0
     for seats, seed, log in matches:
-        fastest = fastest_cpu = None
-        for _ in range(args.repeat):
+        fastest = fastest_cpu = fastest_setup = None
+        for _ in range(repeat):
+            start = time.perf_counter()
             state = GAME.setup(seats, None, seed)
+            made = time.perf_counter() - start
             first_token = state.dealt
             start, cpu_start = time.perf_counter(), time.process_time()
             for seat, action in log:
                 state, _ = GAME.apply(state, seat, action)
-            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-            fastest = elapsed if fastest is None else min(fastest, elapsed)
-            fastest_cpu = cpu if fastest_cpu is None else min(fastest_cpu, cpu)
+            elapsed, used = time.perf_counter() - start, time.process_time() - cpu_start
             assert GAME.outcome(state) is not None
+            fastest = elapsed if fastest is None else min(fastest, elapsed)
+            fastest_cpu = used if fastest_cpu is None else min(fastest_cpu, used)
+            fastest_setup = made if fastest_setup is None else min(fastest_setup, made)
+        wall += fastest
+        cpu += fastest_cpu
+        setup += fastest_setup
+        actions += len(log)
         tokens += state.dealt - first_token
-        best_apply += fastest
-        best_cpu += fastest_cpu
-    best_total = (time.perf_counter() - total_start) / args.repeat
-    token_cost = timeit.timeit(lambda: state.tokens.token(123456), number=20000) / 20000
+    return {"wall": wall, "cpu": cpu, "setup": setup / len(matches), "actions": actions, "tokens": tokens}
 
-    # view cost on every 5th state of the first 15 matches
-    samples = {0: [], SPECTATOR: [], ADMIN: []}
-    for seats, seed, log in matches[:15]:
+
+def view_costs(matches) -> dict[int, list[float]]:
+    samples: dict[int, list[float]] = {0: [], SPECTATOR: [], ADMIN: []}
+    for seats, seed, log in matches:
         state = GAME.setup(seats, None, seed)
         for n, (seat, action) in enumerate(log):
             state, _ = GAME.apply(state, seat, action)
             if n % 5 == 0:
-                for viewer in samples:
-                    start = time.perf_counter()
-                    GAME.view(state, viewer)
-                    samples[viewer].append(time.perf_counter() - start)
+                for viewer, values in samples.items():
+                    best = min(timeit.repeat(lambda: GAME.view(state, viewer), number=1, repeat=3))
+                    values.append(best)
+    return samples
 
-    rate = actions / best_apply
-    rate_total = actions / best_total
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--matches", type=int, default=45, help="matches per bot mix")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--write", default=None, help="write the markdown report to this path")
+    args = parser.parse_args()
+
+    load = os.getloadavg()[0]
+    results = {}
+    recorded = {}
+    for mix in MIXES:
+        matches = []
+        for i in range(args.matches):
+            seats = 2 + i % 3
+            seed = b"bench-%s-%d" % (mix.encode(), i)
+            matches.append((seats, seed, record_match(seats, seed, 1000 * i, mix)))
+        recorded[mix] = matches
+        results[mix] = measure(matches, args.repeat)
+    tokens = CardTokens(b"bench")
+    token_cost = min(timeit.repeat(lambda: tokens.token(123456), number=5000, repeat=5)) / 5000
+    samples = view_costs(recorded["mixed"][:15])
+
     lines = [
         "# Hold'em Conquest engine benchmark",
         "",
         "Produced by `python bench/bench_conquest_engine.py --write docs/benchmarks/conquest-engine.md`.",
         "",
-        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average at the start {os.getloadavg()[0]:.1f}",
-        f"- workload: {len(matches)} seeded bot matches (2–4 seats, RandomBot/SensibleBot mix), "
-        f"{actions} recorded actions, replayed through `GAME.apply` only (bots excluded), best of {args.repeat}",
+        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; load average when it started: {load:.1f} (the machine is shared)",
+        f"- workload: per bot mix, {args.matches} seeded matches (2, 3 and 4 seats in turn), every action "
+        f"recorded, then replayed through `GAME.apply` only (bots excluded); fastest of {args.repeat} replays per match",
         "",
-        "| measure | value |",
-        "|---|---|",
-        f"| applied actions/s (apply only, wall clock) | {rate:,.0f} |",
-        f"| applied actions/s (apply only, process CPU time) | {actions / best_cpu:,.0f} |",
-        f"| applied actions/s (including `setup` of each match, all replays) | {rate_total:,.0f} |",
-        f"| mean µs per apply (wall clock) | {1e6 / rate:.1f} |",
-        f"| card tokens issued per applied action | {tokens / actions:.2f} |",
-        f"| µs per `CardTokens.token` call | {1e6 * token_cost:.1f} |",
-        f"| share of apply time spent issuing tokens | {100 * tokens * token_cost / best_apply:.0f}% |",
+        "| bot mix | actions | applied actions/s (wall) | applied actions/s (CPU time) | µs per apply | "
+        "card tokens per action | share of apply time issuing tokens | `setup` ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for mix, r in results.items():
+        lines.append(
+            f"| {mix} | {r['actions']} | {r['actions'] / r['wall']:,.0f} | {r['actions'] / r['cpu']:,.0f} | "
+            f"{1e6 * r['wall'] / r['actions']:.1f} | {r['tokens'] / r['actions']:.2f} | "
+            f"{100 * r['tokens'] * token_cost / r['wall']:.0f}% | {1e3 * r['setup']:.1f} |")
+    lines += [
+        "",
+        f"One `CardTokens.token` call (HMAC-SHA256 + base-32, `app/games/base.py`): {1e6 * token_cost:.1f} µs.",
+        "",
+        "| view | median µs | p95 µs |",
+        "|---|---|---|",
     ]
     for viewer, name in ((0, "seat 0"), (SPECTATOR, "spectator"), (ADMIN, "admin")):
-        values = samples[viewer]
-        lines.append(f"| view µs ({name}), median / p95 | {1e6 * statistics.median(values):.1f} / "
-                     f"{1e6 * sorted(values)[int(0.95 * len(values))]:.1f} |")
+        values = sorted(samples[viewer])
+        lines.append(f"| {name} | {1e6 * statistics.median(values):.1f} | {1e6 * values[int(0.95 * len(values))]:.1f} |")
     lines.append("")
     report = "\n".join(lines)
     print(report)
