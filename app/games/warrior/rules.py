@@ -788,7 +788,8 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
             if card in atk.face_down:
                 atk.face_down = tuple(c for c in atk.face_down if c != card)
         race = cards[card].race
-        if not any(cards[c].race == race for c in s.creatures[seat]):
+        race_of = s.card_set.race_of
+        if race not in {race_of[c] for c in s.creatures[seat]}:
             wizard = s.wizard_of(seat, race)
             if wizard is not None:
                 s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
