@@ -213,7 +213,8 @@ def _you(state: State, seat: int) -> dict[str, Any]:
         "pool": [_card(d, True, False) for d in state.pools.get(seat, ())],
         "attackable": [],
         "defendable": [],
-        "battle_lands": seat_battle_lands(state, seat) if state.battles else [],
+        # this round's battles exist from the assign phase on (before, ``battles`` are last round's)
+        "battle_lands": seat_battle_lands(state, seat) if phase in (ASSIGN, TURN, RIVER) else [],
         "decision_lands": [],
     }
     if seat in state.required:
