@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from app.games.base import SPECTATOR
 from app.games.conquest import GAME
-from app.games.conquest.poker import card_name, parse_cards
+from app.games.conquest.poker import card_name
 from app.games.conquest.state import (
     FOLD_RIVER,
     FOLD_TURN,

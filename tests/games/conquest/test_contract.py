@@ -21,7 +21,6 @@ from .support import (
     orders,
     play,
     position,
-    prompt_of,
     snapshot,
 )
 from .test_battle import A, B, COMMON, N1, N2, duel
