@@ -1,0 +1,162 @@
+"""The leak test: hundreds of seeded bot matches over real sockets; every message each socket
+received is checked against the cards hidden from that seat (or spectator) at that moment.
+
+The hidden sets come from replaying each match's log from its revealed seed in-process
+(``Game.hidden_tokens(state, viewer)`` after every version). A message is checked against the
+hidden set of the version it was built at: a ``state`` view at its ``version``, each event at its
+``v``. Zero leaks allowed.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import orjson
+import pytest
+
+from app.client import RestClient
+from app.client.socket import MatchSocket, play
+from app.games import registry
+from app.games.base import SPECTATOR
+from app.runtime.bots import make_bot
+from app.runtime.replay import initial_state
+from tests.conftest import ServerProcess
+
+TOKEN_RE = re.compile(r"^[a-z2-7]{12}$")
+
+LEAK_CONFIG: dict[str, dict[str, Any]] = {
+    "provinces": {"seats": (2, 3, 4, 5, 6), "options": {"max_rounds": 4}},
+    "conquest": {"seats": (2, 3, 4), "options": {"max_rounds": 3}},
+    "warrior": {"seats": (2, 3, 4), "options": {}},
+}
+MATCHES_PER_GAME = int(__import__("os").environ.get("BANNERFALL_LEAK_MATCHES", "200"))
+CONCURRENCY = 12
+
+
+def _strings(obj: Any, out: set[str]) -> set[str]:
+    if isinstance(obj, str):
+        if TOKEN_RE.match(obj):
+            out.add(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _strings(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _strings(v, out)
+    return out
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.raw: list[str] = []
+
+
+class RecordingSocket(MatchSocket):
+    async def recv(self, timeout=None):
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        self.raw.append(raw)
+        return orjson.loads(raw)
+
+
+async def _one_match(url: str, game: str, seats: int, options: dict, index: int) -> dict[str, Any]:
+    players = []
+    for i in range(seats + 1):
+        c = RestClient(url)
+        await c.register(f"g{index}p{i}")
+        players.append(c)
+    host, watcher = players[0], players[-1]
+    lobby = await host.create_lobby(game, seats, options)
+    for c in players[1:seats]:
+        await c.join(lobby["id"])
+    lobby = await host.start(lobby["id"])
+    match_id = lobby["match_id"]
+    socks: dict[int, RecordingSocket] = {}
+    for seat in range(seats):
+        s = RecordingSocket(url, match_id, players[seat].token)
+        s.raw = []
+        await s.connect()
+        socks[seat] = s
+    spec = RecordingSocket(url, match_id, watcher.token)
+    spec.raw = []
+    await spec.connect()
+    socks[SPECTATOR] = spec
+
+    async def spectate():
+        while True:
+            msg = await spec.recv(timeout=300)
+            if msg["type"] == "ended":
+                return msg
+
+    bots = {seat: make_bot(game, "random", index * 10 + seat) for seat in range(seats)}
+    await asyncio.wait_for(asyncio.gather(*(play(socks[s], bots[s].decide) for s in range(seats)), spectate()),
+                           timeout=600)
+    for s in socks.values():
+        await s.close()
+    match = await host.match(match_id)
+    for c in players:
+        await c.close()
+    return {"match": match, "raw": {v: s.raw for v, s in socks.items()}}
+
+
+def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]]) -> list[str]:
+    """Replay the match and check every received message; returns the leaks found."""
+    game = registry()[game_id]
+    match = dict(result["match"])
+    match["seat_count"] = len(match["seats"])
+    state = initial_state(game, match)
+    viewers = list(result["raw"])
+    hidden: dict[int, list[frozenset[str]]] = {v: [frozenset(game.hidden_tokens(state, v))] for v in viewers}
+    for row in log:
+        state, _ = game.apply(state, row["seat"], row["action"])
+        for v in viewers:
+            hidden[v].append(frozenset(game.hidden_tokens(state, v)))
+    assert game.outcome(state) is not None
+    leaks = []
+    for viewer, raws in result["raw"].items():
+        current = 0
+        for raw in raws:
+            msg = orjson.loads(raw)
+            if "version" in msg and isinstance(msg["version"], int):
+                current = msg["version"]
+            if msg.get("type") == "state":
+                events = msg.pop("events", [])
+                for e in events:
+                    bad = _strings(e, set()) & hidden[viewer][e["v"]]
+                    if bad:
+                        leaks.append(f"viewer {viewer} event v{e['v']} {e['type']}: {sorted(bad)}")
+            bad = _strings(msg, set()) & hidden[viewer][current]
+            if bad:
+                leaks.append(f"viewer {viewer} {msg.get('type')} v{current}: {sorted(bad)}")
+    return leaks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game_id", list(LEAK_CONFIG))
+async def test_no_hidden_card_reaches_any_socket(game_id, tmp_path):
+    if game_id not in registry():
+        pytest.fail(f"game {game_id} is not registered")
+    cfg = LEAK_CONFIG[game_id]
+    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'leak.db'}",
+                        env={"BANNERFALL_RUN_BOTS": "false"}).start()
+    admin = RestClient(srv.url, srv.admin_token)
+    sem = asyncio.Semaphore(CONCURRENCY)
+    checked_messages = 0
+    leaks: list[str] = []
+
+    async def run(i: int):
+        nonlocal checked_messages
+        async with sem:
+            seats = cfg["seats"][i % len(cfg["seats"])]
+            result = await _one_match(srv.url, game_id, seats, cfg["options"], i)
+            log = (await admin.admin_log(result["match"]["id"]))["actions"]
+            leaks.extend(_check(game_id, result, log))
+            checked_messages += sum(len(r) for r in result["raw"].values())
+
+    try:
+        await asyncio.gather(*(run(i) for i in range(MATCHES_PER_GAME)))
+    finally:
+        await admin.close()
+        srv.stop()
+    assert leaks == [], leaks[:20]
+    assert checked_messages > MATCHES_PER_GAME * 10
