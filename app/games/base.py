@@ -15,7 +15,6 @@ only from :class:`CardTokens`.
 from __future__ import annotations
 
 import hashlib
-import hmac
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, MutableSequence, Protocol, Sequence, TypeVar
 
@@ -188,26 +187,27 @@ class Rng:
 class CardTokens:
     """Opaque per-match card identifiers.
 
-    ``issue()`` returns a fresh token for a dealing counter: ``HMAC-SHA256(seed, "card:<n>")``
-    truncated to 12 base-32 characters. Tokens are unpredictable without the seed, all the same
-    length and pattern, and carry nothing of the card they name. Give a card a *new* token every time
-    it is dealt from a shoe or deck, so a card once revealed cannot be recognised after a reshuffle.
+    ``token(n)`` names the ``n``-th card dealt in a match: ``BLAKE2b-64(key=K, data="<n>")`` with
+    ``K = SHA-256("bannerfall-card-tokens" + seed)``, top 60 bits as 12 base-32 characters. Tokens
+    are unpredictable without the seed, all the same length and pattern, and carry nothing of the
+    card they name. Give a card a *new* token every time it is dealt from a shoe or deck (keep a
+    counter in the state), so a card once revealed cannot be recognised after a reshuffle.
     """
 
     __slots__ = ("_key",)
     _ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+    #: 10-bit chunk -> its two characters (low 5 bits first), so a token is 6 look-ups
+    _PAIRS = tuple("abcdefghijklmnopqrstuvwxyz234567"[c & 31] + "abcdefghijklmnopqrstuvwxyz234567"[c >> 5]
+                   for c in range(1024))
 
     def __init__(self, seed: bytes) -> None:
         self._key = hashlib.sha256(b"bannerfall-card-tokens" + bytes(seed)).digest()
 
     def token(self, n: int) -> str:
-        digest = hmac.new(self._key, b"card:%d" % n, hashlib.sha256).digest()
-        value = int.from_bytes(digest[:8], "big") >> 4  # 60 bits -> 12 base-32 characters
-        out = []
-        for _ in range(12):
-            out.append(self._ALPHABET[value & 31])
-            value >>= 5
-        return "".join(out)
+        value = int.from_bytes(hashlib.blake2b(b"%d" % n, key=self._key, digest_size=8).digest(), "big") >> 4
+        pairs = self._PAIRS
+        return (pairs[value & 1023] + pairs[(value >> 10) & 1023] + pairs[(value >> 20) & 1023]
+                + pairs[(value >> 30) & 1023] + pairs[(value >> 40) & 1023] + pairs[(value >> 50) & 1023])
 
 
 def seed_commitment(seed: bytes) -> str:
