@@ -1,0 +1,79 @@
+"""In-memory twins for runtime unit tests: a log writer that commits when told, peers that record."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from app.runtime.match import MatchRunner
+
+
+class FakeLogWriter:
+    """Holds submitted records until :meth:`commit` (or :meth:`fail`) is called, like a slow database."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[dict, dict | None, Callable]] = []
+        self.rows: list[dict] = []
+        self.updates: list[dict] = []
+
+    def submit(self, row, match_update, on_durable) -> None:
+        self.pending.append((row, match_update, on_durable))
+
+    def commit(self) -> int:
+        batch, self.pending = self.pending, []
+        for row, upd, cb in batch:
+            self.rows.append(row)
+            if upd:
+                self.updates.append(upd)
+        for _row, _upd, cb in batch:
+            cb(None)
+        return len(batch)
+
+    def fail(self, exc: BaseException) -> None:
+        batch, self.pending = self.pending, []
+        for _row, _upd, cb in batch:
+            cb(exc)
+
+
+class FakePeer:
+    def __init__(self, viewer: int, player_id: str | None = None) -> None:
+        self.viewer = viewer
+        self.player_id = player_id
+        self.sent_version = 0
+        self.messages: list[dict[str, Any]] = []
+        self.closed: tuple[int, str] | None = None
+
+    def push(self, text: str) -> None:
+        self.messages.append(json.loads(text))
+
+    def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["type"] == kind]
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make_runner(game, seats: int, options: dict | None = None, seed: bytes = b"s" * 32, *, clock: Clock | None = None):
+    """A MatchRunner over the in-memory twins; returns (runner, log_writer, scheduled, finished)."""
+    state = game.setup(seats, game.Options.model_validate(options or {}), seed)
+    writer = FakeLogWriter()
+    scheduled: list[tuple[str, int, float]] = []
+    finished: list[MatchRunner] = []
+    clock = clock or Clock()
+    match = {"id": "m1", "game": game.id, "seed": seed.hex(), "seed_hash": "h", "seat_count": seats,
+             "seats": [{"player_id": f"p{i}", "name": f"p{i}", "bot": None} for i in range(seats)],
+             "options": options or {}}
+    deadlines = {}
+    for p in game.prompts(state):
+        deadlines[p.phase_id] = clock() + p.deadline_seconds
+    runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=writer, deadlines=deadlines,
+                         schedule=lambda m, ph, due: scheduled.append((m, ph, due)),
+                         on_finished=finished.append, now=clock)
+    return runner, writer, scheduled, finished
