@@ -68,7 +68,7 @@ def test_two_people_and_two_bots_play_provinces_to_the_end(pages, live_server):
     # ann makes a 4-seat lobby with short turns and 2 rounds
     ann.select_option("#new-game", "provinces")
     ann.fill("#new-seats", "4")
-    ann.fill("#opt-turn_seconds", "15")
+    ann.fill("#opt-turn_seconds", "30")
     ann.fill("#opt-max_rounds", "2")
     ann.click("#create-lobby")
     ann.wait_for_selector("#add-bots")
@@ -154,7 +154,6 @@ def test_reconnect_in_the_middle_of_a_turn(pages, live_server):
     ann.wait_for_selector("#conn-status.conn-connected")
     assert _state(ann)["version"] == version
     assert _my_turn(ann)
-    ann.click("#dealing-mode")
     ann.select_option("#dealing-mode", "most_unevenly")
     ann.wait_for_function(f"window.__bannerfall.state.version > {version}")
     version = _state(ann)["version"]

@@ -171,7 +171,9 @@ function renderLobbies(list, lobbies, me) {
         h("td", gameTitle(l.game)), h("td", host), h("td", `${seatsFilled(l)}/${l.seat_count}`),
         h("td", seated
           ? h("a.button", { href: `#/lobby/${l.id}` }, "Open")
-          : h("button.join", { type: "button", on: { click: () => join(l.id) } }, "Join")));
+          : seatsFilled(l) >= l.seat_count
+            ? h("button", { type: "button", disabled: true, title: "every seat is taken" }, "Full")
+            : h("button.join", { type: "button", on: { click: () => join(l.id) } }, "Join")));
     }))));
 }
 

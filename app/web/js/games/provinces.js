@@ -191,7 +191,8 @@ export function createBoard(ctx) {
             class: joker ? "joker" : isRedSuit(c.suit) ? "red" : "" }, joker ? "★" : chipText(c)),
         );
       });
-      if (!cards.length) g.append(s("text.empty", { x: cx, y: cy + 5, "text-anchor": "middle" }, "empty"));
+      // "empty" only for a viewer who sees the whole garrison; others may be missing hidden jokers
+      if (!cards.length) g.append(s("text.empty", { x: cx, y: cy + 5, "text-anchor": "middle" }, p.owner === me() || ctx.admin ? "empty" : "—"));
       const flags = `${p.attacked ? "⚔" : ""}${p.received ? "✚" : ""}`;
       if (flags) g.append(s("text.flags", { x: cx, y: cy + 35, "text-anchor": "middle" }, flags));
       cells.push(g);
