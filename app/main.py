@@ -36,6 +36,19 @@ async def _ensure_admin(repo: Repository, token: str) -> None:
         await repo.create_player("admin" + digest[:27], "admin", "admin", digest)
 
 
+class RawSendMiddleware:
+    """Outermost ASGI layer: keeps the server's own ``send`` for match sockets in the scope, so the
+    per-socket writer can send frames without the per-message cost of every middleware wrapper."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "websocket":
+            scope["bannerfall.raw_send"] = send
+        await self.app(scope, receive, send)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
 
@@ -70,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Authoritative game server for card games of territory. "
                               "Match protocol: docs/protocol.md.")
     app.state.metrics = Metrics()
+    app.add_middleware(RawSendMiddleware)
     errors.install(app)
     for module in (players, games, lobbies, matches, admin):
         app.include_router(module.router, prefix="/api/v1")

@@ -73,11 +73,15 @@ class Connection:
             pass
 
     async def _write(self) -> None:
-        queue, send = self.queue, self.ws.send_text
+        queue = self.queue
+        raw = self.ws.scope.get("bannerfall.raw_send")
         try:
+            if raw is None:
+                send = self.ws.send_text
+                while True:
+                    await send(await queue.get())
             while True:
-                text = await queue.get()
-                await send(text)
+                await raw({"type": "websocket.send", "text": await queue.get()})
         except (asyncio.CancelledError, WebSocketDisconnect, RuntimeError, OSError):
             pass
         except Exception:  # the socket is gone in some other way
