@@ -95,3 +95,40 @@ async def test_acked_action_survives_immediate_kill(db_url):
         await table.close()
         await admin.close()
         srv.stop()
+
+
+async def test_kill9_in_simultaneous_phase_keeps_submissions_and_deadline(db_url):
+    """Conquest orders phase: one seat submitted, the node dies, the phase's deadline still fires
+    exactly once after the restart and the submission made before the crash is kept."""
+    srv = ServerProcess(db_url).start()
+    admin = RestClient(srv.url, srv.admin_token)
+    table = await start_match(srv.url, "conquest", 2, options={"phase_seconds": 12})
+    try:
+        s0, st0 = await connect(srv.url, table.match_id, table.players[0].token)
+        prompt = my_prompt(st0)
+        assert prompt["kind"] == "orders" and prompt["simultaneous"]
+        await s0.act({"type": "orders", "attack": []}, version=st0["version"])
+        ack = await recv_until(s0, lambda m: m["type"] == "ack")
+        before = await admin.admin_match(table.match_id)
+        assert [p["submitted"] for p in before["prompts"] if p["seat"] == 0] == [True]
+        srv.kill9()
+        srv.start()
+        after = await admin.admin_match(table.match_id)
+        assert after["version"] >= ack["version"]
+        if after["version"] == ack["version"]:
+            assert after["prompts"] == before["prompts"]
+            s1, st1 = await connect(srv.url, table.match_id, table.players[1].token)
+            await recv_until(s1, lambda m: m["type"] == "state" and m["version"] > ack["version"], timeout=30)
+            await s1.close()
+        log = (await admin.admin_log(table.match_id))["actions"]
+        assert log[0]["seat"] == 0 and log[0]["kind"] == "act"
+        fired = [a for a in log if a["kind"] == "deadline"]
+        assert [(a["seq"], a["seat"]) for a in fired][:1] == [(ack["version"] + 1, 1)]
+        phase = prompt["phase_id"]
+        assert sum(1 for a in fired if a["action"]["type"] == "orders") == 1
+        assert phase is not None
+        await s0.close()
+    finally:
+        await table.close()
+        await admin.close()
+        srv.stop()
