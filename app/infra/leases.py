@@ -22,6 +22,8 @@ from typing import Callable, Iterable, Protocol
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from app.infra._aio import cancel_and_wait, cancel_requested
+
 log = logging.getLogger("bannerfall.leases")
 
 
@@ -204,6 +206,7 @@ class LeaseKeeper:
         #: match id -> monotonic time until which the lease is surely still ours
         self._valid_until: dict[str, float] = {}
         self._task: asyncio.Task | None = None
+        self._stopping = False
         self.renew_failures = 0
 
     @property
@@ -232,19 +235,16 @@ class LeaseKeeper:
             log.warning("node %s: could not release lease of %s (%s); it will expire", self.node_id, match_id, exc)
 
     async def start(self) -> None:
+        self._stopping = False
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"leases-{self.node_id}")
 
     async def stop(self, *, release: bool = True) -> None:
         """Stop renewing; with ``release`` also give every held lease up (clean shutdown, so other
         nodes can take the matches over at once instead of after the TTL)."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        self._stopping = True
+        await cancel_and_wait(self._task)
+        self._task = None
         if release:
             for match_id in list(self._valid_until):
                 await self.release(match_id)
@@ -286,8 +286,10 @@ class LeaseKeeper:
                 log.exception("on_lost failed for match %s", match_id)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping and not cancel_requested():
             await asyncio.sleep(self._next_delay())
+            if self._stopping or cancel_requested():
+                return
             try:
                 await self.renew_now()
             except asyncio.CancelledError:

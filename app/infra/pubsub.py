@@ -30,6 +30,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
+from app.infra._aio import cancel_and_wait, cancel_requested
+
 log = logging.getLogger("bannerfall.pubsub")
 
 #: Messages a subscription may hold before it overflows (see :class:`MessagesLost`).
@@ -295,13 +297,8 @@ class RedisPubSub:
         if self._closed:
             return
         self._closed = True
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._reader = None
+        await cancel_and_wait(self._reader)
+        self._reader = None
         for entry in self._channels.values():
             for sub in entry.subs:
                 sub._close()
@@ -389,7 +386,7 @@ class RedisPubSub:
 
     async def _read_forever(self) -> None:
         failures = 0
-        while not self._closed:
+        while not self._closed and not cancel_requested():
             try:
                 await self._connect()
                 if failures:
@@ -402,14 +399,18 @@ class RedisPubSub:
                 if self._ps is not None:
                     log.warning("pubsub connection lost: %s", exc)
                 await self._drop_connection()
+                if self._closed or cancel_requested():
+                    return
                 failures += 1
                 await asyncio.sleep(min(0.05 * 2 ** (failures - 1), 2.0))
 
     async def _read(self, ps) -> None:
         last_seen = time.monotonic()
         ping_sent: float | None = None
-        while True:
+        while not self._closed:
             message = await ps.get_message(timeout=self.READ_TIMEOUT)
+            if cancel_requested():
+                raise asyncio.CancelledError
             now = time.monotonic()
             if message is None:
                 if ping_sent is not None and now - ping_sent > self.keepalive_seconds:

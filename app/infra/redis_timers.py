@@ -26,6 +26,7 @@ import time
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from app.infra._aio import cancel_and_wait, cancel_requested
 from app.infra.timers import DueCallback, OwnsFilter
 
 log = logging.getLogger("bannerfall.timers")
@@ -139,13 +140,8 @@ class RedisTimers:
         if self._closed:
             return
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._writes:
             try:
                 await asyncio.wait_for(self._flush(), 2.0)
@@ -208,7 +204,7 @@ class RedisTimers:
     # ---------------------------------------------------------------- polling
     async def _poll_forever(self) -> None:
         failures = 0
-        while True:
+        while not self._closed and not cancel_requested():
             try:
                 if self._writes:
                     await self._flush()
@@ -235,7 +231,7 @@ class RedisTimers:
         offset = 0
         while True:
             members = await self._client.zrangebyscore(self.key, "-inf", now, start=offset, num=self.BATCH)
-            if not members:
+            if not members or self._closed:
                 break
             owned = []
             for member in members:
@@ -259,7 +255,7 @@ class RedisTimers:
                                       args=[repr(now - self.orphan_after), self.lease_prefix or "", self.BATCH])
             if swept:
                 self.swept += swept
-                log.info("node %s: swept %d orphaned deadlines (due over %.0f s ago, no lease)",
+                log.info("node %s: swept %d orphaned deadlines (due over %g s ago, no lease)",
                          self.node_id, swept, self.orphan_after)
         return total
 

@@ -1,0 +1,207 @@
+"""Timers contract (LocalTimers and RedisTimers), then what only the shared Redis set can do:
+many nodes, ownership, outages, orphan sweeping."""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+
+from app.infra.redis_timers import RedisTimers
+from tests.conftest import REDIS_URL
+from tests.infra.conftest import wait_until
+
+
+def recorder(timers, fired: list, name: str = "") -> None:
+    timers.set_callback(lambda match_id, phase_id: fired.append((name, match_id, phase_id, time.time())))
+
+
+# --------------------------------------------------------------------------- contract
+async def test_fires_once_at_about_its_due_time(make_timers):
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    due = time.time() + 0.3
+    await timers.schedule("m1", 7, due)
+    await asyncio.sleep(0.15)
+    assert fired == []
+    assert await wait_until(lambda: fired, timeout=2.0)
+    await asyncio.sleep(0.2)  # no second firing
+    assert [(m, p) for _, m, p, _ in fired] == [("m1", 7)]
+    late = fired[0][3] - due
+    assert -0.01 <= late < 0.25, late
+
+
+async def test_past_due_fires_promptly(make_timers):
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    await timers.schedule("m1", 1, time.time() - 5)
+    assert await wait_until(lambda: fired, timeout=0.5)
+
+
+async def test_cancel_prevents_firing(make_timers):
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    await timers.schedule("m1", 1, time.time() + 0.15)
+    await timers.schedule("m1", 2, time.time() + 0.15)
+    await timers.cancel("m1", 1)
+    await timers.cancel("m1", 99)  # no such deadline: no error
+    await asyncio.sleep(0.45)
+    assert [(m, p) for _, m, p, _ in fired] == [("m1", 2)]
+
+
+async def test_rescheduling_moves_the_deadline(make_timers):
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    start = time.time()
+    await timers.schedule("m1", 1, start + 0.15)
+    await timers.schedule("m1", 1, start + 0.5)  # later
+    await timers.schedule("m2", 1, start + 0.6)
+    await timers.schedule("m2", 1, start + 0.1)  # earlier
+    await asyncio.sleep(0.35)
+    assert [(m, p) for _, m, p, _ in fired] == [("m2", 1)]
+    assert fired[0][3] - start < 0.3
+    assert await wait_until(lambda: len(fired) == 2, timeout=1.0)
+    assert fired[1][1] == "m1" and fired[1][3] >= start + 0.5 - 0.01
+    await asyncio.sleep(0.1)
+    assert len(fired) == 2
+
+
+async def test_owns_filter_skips_other_matches(make_timers):
+    timers = await make_timers(owns=lambda match_id: match_id != "theirs")
+    fired: list = []
+    recorder(timers, fired)
+    await timers.schedule("theirs", 1, time.time())
+    await timers.schedule("mine", 1, time.time())
+    assert await wait_until(lambda: fired, timeout=1.0)
+    await asyncio.sleep(0.15)
+    assert [m for _, m, _, _ in fired] == ["mine"]
+
+
+async def test_stop_is_idempotent_and_silences(make_timers):
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    await timers.schedule("m1", 1, time.time() + 0.1)
+    await timers.stop()
+    await timers.stop()
+    await asyncio.sleep(0.25)
+    assert fired == []
+
+
+async def test_a_failing_callback_does_not_stop_the_timers(make_timers):
+    timers = await make_timers()
+    fired: list = []
+
+    def on_due(match_id: str, phase_id: int) -> None:
+        fired.append(match_id)
+        if match_id == "bad":
+            raise RuntimeError("boom")
+
+    timers.set_callback(on_due)
+    await timers.schedule("bad", 1, time.time())
+    await asyncio.sleep(0.1)
+    await timers.schedule("good", 1, time.time())
+    assert await wait_until(lambda: fired == ["bad", "good"], timeout=1.0)
+
+
+# --------------------------------------------------------------------------- Redis only
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_three_nodes_claim_each_of_200_entries_exactly_once(make_timers, redis_client):
+    nodes = [await make_timers(f"n{i}", poll_interval=0.005) for i in range(3)]
+    fired: list = []
+    for i, timers in enumerate(nodes):
+        recorder(timers, fired, f"n{i}")
+    start = time.time()
+    expected = set()
+    for i in range(200):
+        match_id, phase_id = f"m{i % 40}", i // 40
+        expected.add((match_id, phase_id))
+        await nodes[i % 3].schedule(match_id, phase_id, start + 0.1 + (i % 20) * 0.02)
+    assert await wait_until(lambda: len(fired) >= 200, timeout=5.0), len(fired)
+    await asyncio.sleep(0.2)  # room for any duplicate
+    counts = Counter((m, p) for _, m, p, _ in fired)
+    assert set(counts) == expected
+    assert max(counts.values()) == 1, [k for k, v in counts.items() if v > 1]
+    assert sum(t.claimed for t in nodes) == 200
+    per_node = Counter(name for name, *_ in fired)
+    assert len(per_node) >= 2, per_node  # the nodes really raced
+    assert await redis_client.zcard(make_timers.prefix + "deadlines") == 0
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_entries_of_matches_a_node_does_not_own_are_left_for_their_owner(make_timers, redis_client):
+    a_runs = {"a1", "a2"}
+    b_runs = {"b1"}
+    node_a = await make_timers("a", owns=lambda m: m in a_runs)
+    node_b = await make_timers("b", owns=lambda m: m in b_runs)
+    fired: list = []
+    recorder(node_a, fired, "a")
+    recorder(node_b, fired, "b")
+    now = time.time()
+    for match_id in ("a1", "a2", "b1", "orphan"):
+        await node_a.schedule(match_id, 1, now)
+    assert await wait_until(lambda: len(fired) == 3, timeout=1.0)
+    await asyncio.sleep(0.1)
+    assert sorted((n, m) for n, m, _, _ in fired) == [("a", "a1"), ("a", "a2"), ("b", "b1")]
+    # nobody owns "orphan": it stays for its future owner
+    assert await node_a.due_at("orphan", 1) == pytest.approx(now)
+    b_runs.add("orphan")  # b takes the match over
+    assert await wait_until(lambda: len(fired) == 4, timeout=1.0)
+    assert fired[-1][:3] == ("b", "orphan", 1)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers, proxy):
+    timers = await make_timers("n1", url=proxy.url)
+    fired: list = []
+    recorder(timers, fired)
+    await timers.schedule("warm", 1, time.time())
+    assert await wait_until(lambda: fired, timeout=1.0)
+    proxy.refusing = True
+    proxy.cut()
+    t0 = time.monotonic()
+    await timers.schedule("m1", 1, time.time() + 0.1)  # must not raise
+    await timers.schedule("m2", 1, time.time() + 0.1)
+    await timers.cancel("m2", 1)
+    assert time.monotonic() - t0 < 20
+    await asyncio.sleep(0.3)
+    assert len(fired) == 1
+    proxy.refusing = False
+    assert await wait_until(lambda: len(fired) == 2, timeout=8.0)
+    await asyncio.sleep(0.1)
+    assert [m for _, m, _, _ in fired] == ["warm", "m1"]
+    assert timers.poll_errors > 0
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_long_unclaimed_entries_without_a_lease_are_swept(make_timers, redis_client):
+    pfx = make_timers.prefix
+    timers = await make_timers("n1", owns=lambda m: False, orphan_after=0.5, lease_prefix=pfx + "lease:")
+    fired: list = []
+    recorder(timers, fired)
+    await redis_client.set(pfx + "lease:leased", "other-node", px=5000)
+    old = time.time() - 1.0
+    await timers.schedule("leased", 1, old)
+    await timers.schedule("finished", 1, old)
+    await timers.schedule("fresh", 1, time.time() + 0.8)
+    assert await wait_until(lambda: timers.swept == 1, timeout=2.0)
+    assert await timers.due_at("finished", 1) is None
+    assert await timers.due_at("leased", 1) == pytest.approx(old)  # its owner will re-schedule
+    assert await timers.due_at("fresh", 1) is not None  # not overdue long enough
+    assert fired == []
+
+
+async def test_redis_timers_rejects_start_after_stop():
+    timers = RedisTimers(REDIS_URL, "bftest:unused:", "n1")
+    await timers.stop()
+    with pytest.raises(RuntimeError):
+        await timers.start()
