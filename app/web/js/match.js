@@ -117,6 +117,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
     if (!last) return;
     const status = ended?.status || last.status;
     promptBar.className = "prompt-bar";
+    document.title = `${gameTitle(meta.game)} — Bannerfall`;
     if (status !== "running") {
       replace(promptBar, status === "aborted" ? "This match was aborted." : "The match is over.");
       promptBar.classList.add("over");
@@ -124,6 +125,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
     }
     const { mine, others } = promptText(last.prompts, last.seat, plainName);
     if (mine) promptBar.classList.add("mine");
+    document.title = `${mine ? "● Your move — " : ""}${gameTitle(meta.game)} — Bannerfall`;
     replace(promptBar, mine ? h("strong.your-move", mine) : null, others ? h("span.waiting", others) : null);
   }
 
@@ -214,6 +216,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
   }, 250);
 
   return () => {
+    document.title = "Bannerfall";
     clearInterval(ticker);
     conn.stop();
     board.destroy();

@@ -242,6 +242,14 @@ export function createBoard(ctx) {
       }
     }
     if (selected !== null) out.push(landDetail(view.lands[selected]));
+    if (!ctx.admin) {
+      out.push(h("details.how-to", h("summary", "How to play"), h("ul.small",
+        h("li", "Each round: orders (attack lands next to yours, 1 mana each), defence (1 mana per attacked table you defend), then the battles."),
+        h("li", "An undefended table attacked by one player passes to them; otherwise the players (and the neutral, on a neutral land) play a hand of Texas hold'em on that table's flop."),
+        h("li", "Turn costs 1 mana, river 2; fold after a card opens to get 1 back. The best five-card hand at the end wins the land."),
+        h("li", "With several battles you assign your pool: two cards to each table. You earn 1 mana per table each round."),
+        h("li", `First to ${view.tables_to_win} tables wins; after ${view.max_rounds} rounds, most tables then most mana.`))));
+    }
     replace(panel, out);
   }
 

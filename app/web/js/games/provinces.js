@@ -65,7 +65,9 @@ export function createBoard(ctx) {
   let chosenFor = ""; // garrison signature the choice was made for
   let draft = null; // draft order (card ids) for a sort
   let busy = false;
-  let flash = new Map(); // province id -> css class, for the last battle
+  let flash = new Map(); // province id -> css class, for the battles of the latest state
+  let battles = []; // {from, to, seat, result} of this turn's battles: arrows on the map
+  let previousBattles = []; // the previous turn's, drawn faded
 
   const svg = s("svg.hexmap", { role: "img", "aria-label": "province map" });
   const legend = h("div.map-legend");
@@ -124,6 +126,10 @@ export function createBoard(ctx) {
       if (ev.type === "battle") {
         flash.set(ev.to, ev.result === "conquered" ? "flash-conquered" : "flash-repelled");
         flash.set(ev.from, "flash-from");
+        battles.push({ from: ev.from, to: ev.to, seat: ev.seat, result: ev.result });
+      } else if (ev.type === "turn_started") {
+        previousBattles = battles;
+        battles = [];
       }
     }
     syncSelection();
@@ -203,14 +209,30 @@ export function createBoard(ctx) {
         }));
       }
     });
-    replace(svg, cells, overlay);
+    for (const [list, old] of [[previousBattles, true], [battles, false]]) {
+      for (const b of list) {
+        if (provinces[b.from] && provinces[b.to]) overlay.push(battleArrow(centres[b.from], centres[b.to], b, old));
+      }
+    }
+    replace(svg, s("defs", s("marker", { id: "arrowhead", viewBox: "0 0 10 10", refX: 7, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" },
+      s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#fff" }))), cells, overlay);
 
     replace(legend, view.seat_order.map((seat) => {
       const info = view.seats[seat];
       return h("span.legend-item", { class: info.alive ? "" : "out" },
         h("span.swatch", { style: { background: seatColour(seat) } }),
         `${name(seat)}${seat === me() ? " (you)" : ""}`);
-    }), h("span.legend-hint", "garrisons top first · J=11 Q=12 K=13 A=14 · tan: a card that lost points · ★ your joker · ⚔ attacked · ✚ received cards"));
+    }), h("span.legend-hint", "garrisons top first · J=11 Q=12 K=13 A=14 · tan: a card that lost points · ★ your joker · ⚔ attacked · ✚ received cards · arrows: battles of this turn (faded: the previous turn; dashed: repelled)"));
+  }
+
+  function battleArrow([x1, y1], [x2, y2], battle, old) {
+    // from near the attacker's centre to near the target's, drawn over the map
+    const dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy) || 1;
+    const ux = dx / len, uy = dy / len;
+    return s("g", { class: `battle-arrow ${battle.result}${old ? " old" : ""}`, "pointer-events": "none" },
+      s("line", { x1: x1 + ux * 18, y1: y1 + uy * 18, x2: x2 - ux * 16, y2: y2 - uy * 16, stroke: seatColour(battle.seat), "stroke-width": 7, "stroke-linecap": "round", opacity: 0.85 }),
+      s("line", { x1: x1 + ux * 18, y1: y1 + uy * 18, x2: x2 - ux * 16, y2: y2 - uy * 16, stroke: "#fff", "stroke-width": 2.5, "marker-end": "url(#arrowhead)" }),
+      s("title", `${old ? "previous turn" : "this turn"}: ${ctx.name(battle.seat)} attacked P${battle.to} from P${battle.from}, ${battle.result}`));
   }
 
   function onProvinceClick(pid) {
@@ -267,6 +289,7 @@ export function createBoard(ctx) {
     } else {
       children.push(provincePanel(p, turn));
     }
+    if (!ctx.admin) children.push(howTo());
     if (ctx.admin && view.shoe) {
       children.push(h("details.admin-extra",
         h("summary", `Shoe (${view.shoe.length}, top first) · discard (${view.discard.length})`),
@@ -350,6 +373,18 @@ export function createBoard(ctx) {
       out.push(h("p.hint", "Jokers in other players' garrisons are never shown."));
     }
     return h("div.province-panel", out);
+  }
+
+  function howTo() {
+    return h("details.how-to", h("summary", "How to play"),
+      h("ul.small",
+        h("li", "On your turn, select one of your provinces, choose cards of its garrison and attack an adjacent enemy province (each province attacks at most once a turn)."),
+        h("li", "Duels: the top attacking card meets the top defending card; the smaller is destroyed, the winner loses a point and goes to the bottom. A joker beats anything and becomes the card it beat; equal values: " +
+          (view.options.tie_rule === "defender_wins" ? "the defender wins." : "both are destroyed.")),
+        h("li", "A side that has lost half of its cards is routed: a routed defender loses the province, a routed attacker goes home."),
+        h("li", "Move cards between your adjacent provinces (at most 7 in a garrison); sort the garrison of a frontline province; a province that received cards this turn cannot attack or send cards."),
+        h("li", "Ending your turn deals you one card per province, placed by your dealing mode. Last player with provinces wins, or the most provinces after the last round."),
+        h("li", "Your jokers (★) are invisible to the others until they fight.")));
   }
 
   function shift(p, index, delta) {

@@ -227,10 +227,16 @@ export function createBoard(ctx) {
   }
 
   function racesTable() {
-    return h("details.races", h("summary", "Races and majority points"),
+    const help = ctx.admin ? null : h("details.how-to", h("summary", "How to play"), h("ul.small",
+      h("li", "Three rounds. Each round you are dealt 7 cards and keep 4 (5 in the last round): creatures join your nations, wizards protect a nation, siege engines and attack cards lie in front of you."),
+      h("li", "Attack cards are played in number order. A nation attack hits a nation of the same race or its natural enemy; mercenaries (3 or 4 of your creatures) hit any unprotected nation."),
+      h("li", "Exchanges: the attacker rolls one die per ⚔ infantry (up to 3), the defender up to 2; more ➹ archers add 1 to the highest die. Highest dice are compared in pairs; ties go to the defender."),
+      h("li", "Every destroyed card goes to the victory pile of whoever destroyed it (2 points each). With a ♞ knight left you may attack again, leaving a card behind face down."),
+      h("li", "At the end, the most creatures of a race scores its majority points.")));
+    return [help, h("details.races", h("summary", "Races and majority points"),
       h("table.list.small", h("tbody", view.races.map((r) => h("tr",
         h("td", h("span.swatch", { style: { background: RACE_COLOUR[r.race] || "#888" } }), cap(r.race)),
-        h("td.muted", `enemy ${cap(r.enemy)}`), h("td", `${r.majority_points} pts`))))));
+        h("td.muted", `enemy ${cap(r.enemy)}`), h("td", `${r.majority_points} pts`))))))];
   }
 
   function toggle(id, limit) {
