@@ -15,7 +15,7 @@ log = logging.getLogger("bannerfall.bots")
 #: lobby bot kinds -> class names tried in each game's ``bots`` module
 BOT_KINDS: dict[str, tuple[str, ...]] = {
     "random": ("RandomBot",),
-    "smart": ("GreedyBot", "SensibleBot", "SmartBot"),
+    "smart": ("GreedyBot", "SensibleBot", "CaptainBot", "SmartBot"),
 }
 
 
