@@ -1,0 +1,566 @@
+"""Server benchmark: actions/s per server core, action->ack latency, messages per action, group commit.
+
+    . .venv/bin/activate && (cd bench/loadgen && npm ci) && python bench/bench_server.py --matches 300
+
+What it does (results: ``docs/benchmarks/server.md``):
+
+1. Starts a real ``bannerfall serve`` pinned to one core (``taskset -c 0``) on a fresh SQLite file in
+   a temp dir (or a uniquely named Postgres database with ``--database-url``, dropped afterwards),
+   with ``BANNERFALL_RUN_BOTS=false``.
+2. Creates M Provinces matches of 4 seats over REST (4 players registered per match, lobby created,
+   joined, started; options ``turn_seconds`` 3600 and ``max_rounds`` 1000 so no deadline fires and
+   no match ends during the run).
+3. Starts the load generator pinned to the other core (``taskset -c 1``): by default
+   ``bench/loadgen/loadgen.mjs`` (Node.js + ws), or ``--generator python`` (same protocol, asyncio +
+   websockets) to show whether Python could drive it. It opens 4 sockets per match (hello with each
+   seat's token); the seat on turn sends ``set_dealing`` (cycling modes) ``--dealing-per-turn``
+   times, then ``end_turn``; the other seats only receive.
+4. Phases: warm-up; **closed loop** (every match keeps one action in flight: the maximum rate);
+   **open loop** at ``--open-fraction`` (default 0.5) of the measured closed-loop rate, paced sends,
+   for the latency at half load. For each phase: actions acked/s, latency percentiles, messages
+   received per action, server CPU (``/proc/PID/stat``) -> actions per server-core-second,
+   generator CPU, per-core busy % sampled each second (is the generator core saturated?), and the
+   group commit counters from ``/metrics`` (commits/s, records/s, mean batch).
+5. ``--profile S``: one more closed-loop phase with ``py-spy record -f speedscope`` on the server
+   for S seconds; the top frames by cumulative and self % are printed.
+
+Everything is printed and, with ``--json-out``, written as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import resource
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+LOADGEN_DIR = ROOT / "bench" / "loadgen"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------- machine and /proc
+def machine_info() -> dict[str, Any]:
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        node = None
+    return {"nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
+            "node": node, "kernel": platform.release(), "loadavg": os.getloadavg(),
+            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def core_times() -> dict[str, tuple[int, int]]:
+    """cpuN -> (busy, total) jiffies from /proc/stat."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3].isdigit():
+                name, *vals = line.split()
+                v = list(map(int, vals))
+                idle = v[3] + v[4]
+                total = sum(v[:8])
+                out[name] = (total - idle, total)
+    return out
+
+
+class CoreSampler(threading.Thread):
+    """Per-core busy % every ``interval`` seconds, plus the two processes' CPU % over the same slices."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.pids = pids
+        self.interval = interval
+        self.samples: list[dict[str, float]] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        prev_cores = core_times()
+        prev_p = {k: proc_cpu_seconds(p) for k, p in self.pids.items()}
+        prev_t = time.monotonic()
+        while not self._halt.wait(self.interval):
+            cores = core_times()
+            now = time.monotonic()
+            sample: dict[str, float] = {}
+            for name, (busy, total) in cores.items():
+                pb, pt = prev_cores.get(name, (busy, total))
+                sample[name] = 100.0 * (busy - pb) / max(1, total - pt)
+            for k, pid in self.pids.items():
+                try:
+                    c = proc_cpu_seconds(pid)
+                except OSError:
+                    continue
+                sample[k] = 100.0 * (c - prev_p[k]) / (now - prev_t)
+                prev_p[k] = c
+            prev_cores, prev_t = cores, now
+            self.samples.append(sample)
+
+    def stop(self) -> dict[str, dict[str, float]]:
+        self._halt.set()
+        self.join()
+        keys = sorted({k for s in self.samples for k in s})
+        return {k: {"min": round(min(s[k] for s in self.samples if k in s), 1),
+                    "mean": round(sum(s[k] for s in self.samples if k in s) / max(1, sum(k in s for s in self.samples)), 1),
+                    "max": round(max(s[k] for s in self.samples if k in s), 1)}
+                for k in keys if any(k in s for s in self.samples)}
+
+
+# ---------------------------------------------------------------------------- server
+class Postgres:
+    """A uniquely named database on the server of ``admin_url`` (created here, dropped afterwards)."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+        base = self.admin_url.rstrip("/")
+        if base.count("/") > 2:  # strip a database name
+            base = base.rsplit("/", 1)[0]
+        self.name = f"bf_bench_{uuid.uuid4().hex[:12]}"
+        self.url = base.replace("postgresql://", "postgresql+asyncpg://", 1) + "/" + self.name
+        self._exec_url = base + "/postgres"
+
+    async def _exec(self, sql: str) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self._exec_url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    def create(self) -> str:
+        asyncio.run(self._exec(f'CREATE DATABASE "{self.name}"'))
+        return self.url
+
+    def drop(self) -> None:
+        asyncio.run(self._exec(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+
+
+class Server:
+    def __init__(self, database_url: str, core: int | None, env: dict[str, str], log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.admin_token = secrets.token_urlsafe(24)
+        cmd = [sys.executable, "-m", "app.cli", "serve"]
+        if core is not None:
+            cmd = ["taskset", "-c", str(core)] + cmd
+        self.cmd = cmd
+        self.env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": database_url,
+                    "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
+                    "BANNERFALL_RUN_BOTS": "false", "PYTHONUNBUFFERED": "1", **env}
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 90.0) -> "Server":
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=0.5).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not start: " + self.log_path.read_text()[-3000:])
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def metrics(self) -> dict[str, float]:
+        text = httpx.get(self.url + "/metrics", timeout=10).text
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("bannerfall_") and not line.startswith("#"):
+                m = re.match(r"^(\S+?)(\{[^}]*\})?\s+(\S+)$", line)
+                if m:
+                    out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        return out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------- matches over REST
+async def create_matches(url: str, count: int, seats: int, options: dict[str, Any],
+                         concurrency: int = 16) -> list[dict[str, Any]]:
+    """``count`` matches of Provinces, each with ``seats`` freshly registered players. Returns
+    ``[{"id": match_id, "tokens": [token of seat 0, ...]}]``."""
+    sem = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url + "/api/v1", timeout=60, limits=limits) as http:
+
+        async def call(method: str, path: str, token: str | None = None, body: Any = None) -> Any:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with sem:
+                resp = await http.request(method, path, json=body, headers=headers)
+            if resp.status_code >= 400:
+                raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.text[:300]}")
+            return resp.json()
+
+        async def one(i: int) -> dict[str, Any]:
+            tokens = [(await call("POST", "/players", body={"name": f"bench{i}-{s}"}))["token"] for s in range(seats)]
+            lobby = await call("POST", "/lobbies", tokens[0], {"game": "provinces", "seats": seats, "options": options})
+            for s in range(1, seats):
+                await call("POST", f"/lobbies/{lobby['id']}/join", tokens[s], {"seat": s})
+            lobby = await call("POST", f"/lobbies/{lobby['id']}/start", tokens[0])
+            return {"id": lobby["match_id"], "tokens": tokens}
+
+        return list(await asyncio.gather(*(one(i) for i in range(count))))
+
+
+# ---------------------------------------------------------------------------- load generators
+class Generator:
+    """One load generator process speaking the loadgen line protocol (see bench/loadgen/loadgen.mjs)."""
+
+    def __init__(self, kind: str, config: dict[str, Any], core: int | None, workdir: Path, index: int) -> None:
+        cfg_path = workdir / f"loadgen-{index}.json"
+        cfg_path.write_text(json.dumps(config))
+        if kind == "node":
+            if not (LOADGEN_DIR / "node_modules" / "ws").is_dir():
+                raise SystemExit("bench/loadgen/node_modules is missing: run `npm ci` in bench/loadgen first")
+            cmd = ["node", str(LOADGEN_DIR / "loadgen.mjs"), str(cfg_path)]
+        else:
+            cmd = [sys.executable, str(LOADGEN_DIR / "loadgen.py"), str(cfg_path)]
+        if core is not None:
+            cmd = ["taskset", "-c", str(core)] + cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                     cwd=ROOT)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def read_event(self, want: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"load generator exited ({self.proc.poll()})")
+            msg = json.loads(line)
+            if msg.get("event") == want:
+                return msg
+            if msg.get("event") == "fatal":
+                raise RuntimeError(f"load generator failed: {msg.get('error')}")
+            print(f"  [loadgen] {line.strip()}", file=sys.stderr)
+
+    def command(self, cmd: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def quit(self) -> None:
+        try:
+            self.command({"cmd": "quit"})
+            self.proc.wait(20)
+        except Exception:
+            self.proc.kill()
+
+
+def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum counters of several generators; latency percentiles are not mergeable, so the worst one is kept."""
+    if len(results) == 1:
+        return results[0]
+    out = dict(results[0])
+    for key in ("sent", "acked", "acked_in_window", "acks_per_s", "sent_per_s", "bytes_in_window",
+                "matches_ended", "loadgen_cpu_s", "max_backlog"):
+        out[key] = sum(r[key] for r in results)
+    for key in ("actions_by_type", "errors", "messages_in_window"):
+        c: Counter = Counter()
+        for r in results:
+            c.update(r[key])
+        out[key] = dict(c)
+    total = sum(out["messages_in_window"].values())
+    out["messages_per_ack"] = total / max(1, out["acked_in_window"])
+    for key in ("latency", "sched_latency"):
+        if out.get(key):
+            out[key] = max((r[key] for r in results), key=lambda s: s.get("p99_ms") or 0)
+            out[key]["note"] = "worst of the generators"
+    return out
+
+
+# ---------------------------------------------------------------------------- phases
+def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any]) -> dict[str, Any]:
+    m0 = server.metrics()
+    cpu0 = proc_cpu_seconds(server.pid)
+    gcpu0 = sum(proc_cpu_seconds(g.pid) for g in gens)
+    sampler = CoreSampler({"server": server.pid, **{f"gen{i}": g.pid for i, g in enumerate(gens)}})
+    t0 = time.monotonic()
+    sampler.start()
+    per_gen = dict(cmd)
+    if cmd.get("rate"):
+        per_gen["rate"] = cmd["rate"] / len(gens)
+    for g in gens:
+        g.command(per_gen)
+    results = [g.read_event("result") for g in gens]
+    wall = time.monotonic() - t0
+    cores = sampler.stop()
+    cpu = proc_cpu_seconds(server.pid) - cpu0
+    gcpu = sum(proc_cpu_seconds(g.pid) for g in gens) - gcpu0
+    m1 = server.metrics()
+    res = merge_results(results)
+    commits = m1.get("bannerfall_log_commits_total", 0) - m0.get("bannerfall_log_commits_total", 0)
+    records = m1.get("bannerfall_log_records_total", 0) - m0.get("bannerfall_log_records_total", 0)
+    res.update({
+        "wall_s_incl_drain": wall,
+        "server_cpu_s": cpu,
+        "server_cpu_pct": 100.0 * cpu / wall,
+        "acked_per_server_cpu_s": res["acked"] / cpu if cpu else None,
+        "generator_cpu_s": gcpu,
+        "generator_cpu_pct": 100.0 * gcpu / wall,
+        "cores_busy_pct": cores,
+        "log_commits": commits,
+        "log_records": records,
+        "commits_per_s": commits / wall,
+        "records_per_s": records / wall,
+        "mean_batch": records / commits if commits else None,
+        "server_rss_mb": proc_rss_kb(server.pid) / 1024,
+    })
+    return res
+
+
+def show(name: str, r: dict[str, Any]) -> None:
+    lat = r["latency"]
+    print(f"\n== {name}: {r['mode']} loop, {r['seconds']:.1f} s" + (f", target {r['target_rate']:.0f}/s" if r.get("target_rate") else ""))
+    print(f"  acked {r['acked_in_window']} in window -> {r['acks_per_s']:.0f} actions/s; "
+          f"{r['acked_per_server_cpu_s']:.0f} actions per server CPU-second "
+          f"(server CPU {r['server_cpu_pct']:.0f}%, generator CPU {r['generator_cpu_pct']:.0f}%)")
+    print(f"  latency send->ack ms: p50 {lat['p50_ms']} p90 {lat['p90_ms']} p99 {lat['p99_ms']} "
+          f"p99.9 {lat['p999_ms']} max {lat['max_ms']} (n={lat['n']})")
+    if r.get("sched_latency"):
+        s = r["sched_latency"]
+        print(f"  latency scheduled->ack ms: p50 {s['p50_ms']} p99 {s['p99_ms']} max {s['max_ms']}; "
+              f"max backlog {r['max_backlog']}")
+    print(f"  messages per ack {r['messages_per_ack']:.2f} {r['messages_in_window']}, mean state "
+          f"{r['mean_state_bytes']:.0f} B, actions {r['actions_by_type']}, errors {r['errors'] or 'none'}")
+    print(f"  group commit: {r['commits_per_s']:.0f} commits/s for {r['records_per_s']:.0f} records/s "
+          f"(mean batch {r['mean_batch'] or 0:.1f})")
+    cores = r["cores_busy_pct"]
+    print("  busy % (min/mean/max per 1 s): " + "; ".join(
+        f"{k} {v['min']:.0f}/{v['mean']:.0f}/{v['max']:.0f}" for k, v in cores.items()))
+
+
+# ---------------------------------------------------------------------------- profile summary
+def summarize_speedscope(path: Path, top: int = 30) -> dict[str, Any]:
+    """Cumulative (frame anywhere on the stack, counted once per sample) and self (leaf) shares of
+    the samples, per function (name + file), over the event loop thread (the one with most samples)
+    and over all threads."""
+    data = json.loads(path.read_text())
+    frames = data["shared"]["frames"]
+
+    def key(i: int) -> str:
+        f = frames[i]
+        file = f.get("file") or ""
+        for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+            if marker in file:
+                file = file.split(marker, 1)[1]
+                break
+        return f"{f['name']} ({file})"
+
+    per_thread = []
+    for prof in data["profiles"]:
+        cum: Counter = Counter()
+        self_: Counter = Counter()
+        total = 0.0
+        for stack, w in zip(prof["samples"], prof["weights"]):
+            total += w
+            for k in {key(i) for i in stack}:
+                cum[k] += w
+            if stack:
+                self_[key(stack[-1])] += w
+        per_thread.append({"thread": prof.get("name"), "samples": total, "cum": cum, "self": self_})
+    per_thread.sort(key=lambda t: -t["samples"])
+    main = per_thread[0]
+
+    def table(counter: Counter, total: float) -> list[tuple[str, float]]:
+        return [(k, round(100.0 * v / total, 1)) for k, v in counter.most_common(top)]
+
+    return {"threads": [(t["thread"], t["samples"]) for t in per_thread],
+            "main_thread": main["thread"],
+            "cumulative": table(main["cum"], main["samples"]),
+            "self": table(main["self"], main["samples"])}
+
+
+# ---------------------------------------------------------------------------- main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--matches", type=int, default=300, help="matches of 4 seats (4 sockets each)")
+    ap.add_argument("--seats", type=int, default=4)
+    ap.add_argument("--warmup", type=float, default=5.0, help="seconds of closed loop before measuring")
+    ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")
+    ap.add_argument("--open-seconds", type=float, default=20.0, help="open-loop measurement (0: skip)")
+    ap.add_argument("--open-fraction", type=float, default=0.5, help="open-loop rate as a fraction of the closed-loop rate")
+    ap.add_argument("--open-rate", type=float, default=None, help="open-loop rate in actions/s (overrides --open-fraction)")
+    ap.add_argument("--dealing-per-turn", type=int, default=1, help="set_dealing actions before each end_turn")
+    ap.add_argument("--generator", choices=("node", "python"), default="node")
+    ap.add_argument("--generators", type=int, default=1, help="generator processes (all on the generator core)")
+    ap.add_argument("--parse", choices=("actor", "all", "scan"), default="actor",
+                    help="what the generator JSON-parses (see loadgen.mjs)")
+    ap.add_argument("--deflate", action=argparse.BooleanOptionalAction, default=True,
+                    help="offer permessage-deflate like browsers do (the server accepts it)")
+    ap.add_argument("--database-url", default=None,
+                    help="a Postgres server URL (postgresql://root@127.0.0.1:5432): a fresh database is made on it "
+                         "and dropped afterwards; default: SQLite in a temp dir")
+    ap.add_argument("--server-core", type=int, default=0)
+    ap.add_argument("--generator-core", type=int, default=1)
+    ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra environment for the server (e.g. BANNERFALL_COMMIT_WINDOW_MS=0)")
+    ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
+                    help="after the measurements, py-spy the server for this long under closed-loop load")
+    ap.add_argument("--profile-out", type=Path, default=None, help="speedscope file (default: in the temp dir)")
+    ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--keep-tmp", action="store_true")
+    args = ap.parse_args()
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, max(soft, 65536))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+    report: dict[str, Any] = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                              "command": " ".join(["python"] + sys.argv), "machine": machine_info()}
+    print(f"machine: {report['machine']['nproc']} cores, {report['machine']['cpu_model']}, "
+          f"python {report['machine']['python']}, node {report['machine']['node']}")
+    print(f"uptime: {report['machine']['uptime']}")
+
+    tmp = Path(tempfile.mkdtemp(prefix="bannerfall-bench-"))
+    pg: Postgres | None = None
+    server: Server | None = None
+    gens: list[Generator] = []
+    try:
+        if args.database_url:
+            pg = Postgres(args.database_url)
+            db_url = pg.create()
+            print(f"database: postgres {pg.name}")
+        else:
+            db_url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
+            print(f"database: sqlite {tmp / 'bench.db'}")
+        env = dict(kv.split("=", 1) for kv in args.server_env)
+        server = Server(db_url, args.server_core, env, tmp / "server.log").start()
+        print(f"server pid {server.pid} on core {args.server_core}: {server.url}")
+
+        t = time.monotonic()
+        specs = asyncio.run(create_matches(server.url, args.matches, args.seats,
+                                           {"turn_seconds": 3600, "max_rounds": 1000}))
+        print(f"{len(specs)} matches created in {time.monotonic() - t:.1f} s")
+        rss_before_sockets = proc_rss_kb(server.pid)
+
+        ws_url = server.url.replace("http://", "ws://")
+        chunks = [specs[i::args.generators] for i in range(args.generators)]
+        for i, chunk in enumerate(chunks):
+            cfg = {"url": ws_url, "matches": chunk, "deflate": args.deflate, "parse": args.parse,
+                   "dealing_per_turn": args.dealing_per_turn, "connect_concurrency": 32}
+            gens.append(Generator(args.generator, cfg, args.generator_core, tmp, i))
+        ready = [g.read_event("ready") for g in gens]
+        print(f"{sum(r['sockets'] for r in ready)} sockets connected in {max(r['connect_s'] for r in ready):.1f} s "
+              f"by {len(gens)} {args.generator} generator(s) on core {args.generator_core}; "
+              f"server RSS {rss_before_sockets / 1024:.0f} -> {proc_rss_kb(server.pid) / 1024:.0f} MB")
+
+        phases: dict[str, Any] = {}
+        if args.warmup:
+            run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.warmup})
+        phases["closed"] = run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.seconds})
+        show("max throughput", phases["closed"])
+        if args.open_seconds:
+            rate = args.open_rate or args.open_fraction * phases["closed"]["acks_per_s"]
+            phases["open"] = run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
+                                                      "rate": rate})
+            show(f"open loop at {rate:.0f}/s", phases["open"])
+        if args.profile:
+            out = args.profile_out or tmp / "server.speedscope.json"
+            spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
+                                    "-r", "100", "--nonblocking", "-f", "speedscope", "-o", str(out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            phases["profiled"] = run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.profile + 2})
+            spy.wait(60)
+            show("under py-spy (closed loop)", phases["profiled"])
+            if out.exists():
+                prof = summarize_speedscope(out)
+                report["profile"] = {"file": str(out), **prof}
+                print(f"\nprofile {out}; threads (samples): {prof['threads']}")
+                print(f"top frames by cumulative % of the event-loop thread ({prof['main_thread']}):")
+                for name, pct in prof["cumulative"]:
+                    print(f"  {pct:5.1f}%  {name}")
+                print("top frames by self %:")
+                for name, pct in prof["self"][:20]:
+                    print(f"  {pct:5.1f}%  {name}")
+            else:
+                print(f"py-spy wrote nothing: {spy.stderr.read() if spy.stderr else ''}")
+        report["phases"] = phases
+        report["server_rss_mb_end"] = proc_rss_kb(server.pid) / 1024
+        report["machine"]["loadavg_end"] = os.getloadavg()
+        print(f"\nload average at the end: {report['machine']['loadavg_end']}")
+        if args.json_out:
+            args.json_out.write_text(json.dumps(report, indent=1, default=str))
+            print(f"wrote {args.json_out}")
+    finally:
+        for g in gens:
+            g.quit()
+        if server is not None:
+            server.stop()
+        if pg is not None:
+            pg.drop()
+        if not args.keep_tmp and not args.profile_out and not args.profile:
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif not args.keep_tmp:
+            for p in tmp.glob("*.db*"):
+                p.unlink()
+
+
+if __name__ == "__main__":
+    main()
