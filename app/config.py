@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./bannerfall.db"
     #: Redis URL for deadlines, fan-out and leases across nodes. None: in-process backends (one node).
     redis_url: str | None = None
+    #: Prefix of every Redis key and channel (several clusters may share one Redis).
+    redis_prefix: str = "bannerfall:"
     host: str = "127.0.0.1"
     port: int = 8000
     #: The URL bots use to reach this node (defaults to http://host:port).

@@ -20,10 +20,12 @@ from app.config import Settings
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
 from app.db.repo import Repository
-from app.infra.timers import LocalTimers
+from app.infra.backends import make_backends
+from app.infra.leases import LeaseKeeper
 from app.metrics import Metrics
 from app.runtime.bots import BotRunner
 from app.runtime.logwriter import LogWriter
+from app.runtime.cluster import Cluster
 from app.runtime.manager import MatchManager
 
 log = logging.getLogger("bannerfall")
@@ -62,14 +64,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await _ensure_admin(repo, settings.admin_token)
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
         writer.start()
-        timers = LocalTimers()
+        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix)
         bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
-        manager = MatchManager(repo, writer, timers, on_match_started=bots.ensure if bots else None)
+        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None)
+        keeper = LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=manager.lease_lost)
+        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
+                          multi_node=backends.mode == "redis")
+        manager.cluster = cluster
         app.state.settings, app.state.repo, app.state.manager = settings, repo, manager
-        app.state.log_writer, app.state.bots = writer, bots
+        app.state.log_writer, app.state.bots, app.state.backends = writer, bots, backends
         app.state.started_at = time.time()
+        await cluster.start()
         await manager.start()
-        log.info("bannerfall node %s ready on %s", settings.node, settings.base_url)
+        log.info("bannerfall node %s ready on %s (%s mode)", settings.node, settings.base_url, backends.mode)
         try:
             yield
         finally:
@@ -77,6 +84,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await bots.stop()
             await manager.stop()
             await writer.stop()
+            await cluster.stop()
+            await backends.close()
             await engine.dispose()
 
     app = FastAPI(title="Bannerfall", version="0.1.0", lifespan=lifespan,
@@ -102,6 +111,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             checks["database"] = "ok"
         except Exception as exc:
             checks["database"] = type(exc).__name__
+        if app.state.backends.mode == "redis":
+            try:
+                await app.state.backends.ping()
+                checks["redis"] = "ok"
+            except Exception as exc:
+                checks["redis"] = type(exc).__name__
         ok = all(v == "ok" for v in checks.values())
         return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks},
                             status_code=200 if ok else 503)

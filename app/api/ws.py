@@ -14,7 +14,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.api.deps import player_for_token
 from app.games.base import ADMIN, SPECTATOR
-from app.runtime.match import CLOSE_SLOW, MatchRunner
+from app.runtime.match import CLOSE_SLOW
 from app.runtime.wire import encode, error
 
 log = logging.getLogger("bannerfall.ws")
@@ -95,8 +95,8 @@ async def _send_now(ws: WebSocket, message: dict[str, Any]) -> None:
         pass
 
 
-def _viewer_for(runner: MatchRunner, player: dict[str, Any], as_: Any) -> int | None:
-    seats = [i for i, s in enumerate(runner.meta["seats"]) if s.get("player_id") == player["id"]]
+def _viewer_for(meta: dict[str, Any], player: dict[str, Any], as_: Any) -> int | None:
+    seats = [i for i, s in enumerate(meta["seats"]) if s.get("player_id") == player["id"]]
     if as_ == "admin":
         return ADMIN if player["role"] == "admin" else None
     if as_ == "spectator":
@@ -134,12 +134,13 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
         await _send_now(ws, error("unauthorized", "unknown token"))
         await ws.close(CLOSE_UNAUTHORIZED)
         return
-    runner = await manager.load(match_id)
-    if runner is None:
+    runner, owner = await manager.locate(match_id)
+    if runner is None and owner is None:
         await _send_now(ws, error("not_found", "no such match"))
         await ws.close(CLOSE_NOT_FOUND)
         return
-    viewer = _viewer_for(runner, player, hello.get("as"))
+    meta = runner.meta if runner is not None else await repo.match(match_id)
+    viewer = _viewer_for(meta, player, hello.get("as"))
     if viewer is None:
         await _send_now(ws, error("forbidden", "admins only"))
         await ws.close(CLOSE_FORBIDDEN)
@@ -149,7 +150,15 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     conn.player_id = player["id"]
     conn.start()
     since = hello.get("since_version")
-    runner.attach(conn, since_version=since if isinstance(since, int) and not isinstance(since, bool) else None)
+    since = since if isinstance(since, int) and not isinstance(since, bool) else None
+    link = None
+    if runner is not None:
+        runner.attach(conn, since_version=since)
+    else:
+        from app.runtime.cluster import Link
+
+        link = Link(manager.cluster, conn, match_id, owner)
+        link.open(since)
     metrics.sockets.inc()
     # -- messages ----------------------------------------------------------------------------
     limit = settings.max_message_bytes
@@ -174,26 +183,20 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
             if not isinstance(msg, dict):
                 conn.push(encode(error("malformed_message", "a message must be a JSON object")))
                 continue
-            kind = msg.get("type")
-            current = manager.runners.get(match_id) or runner
-            if kind == "act":
+            if msg.get("type") == "act":
                 metrics.actions.inc()
-                current.act(conn, msg.get("seq"), msg.get("action"), msg.get("version"))
-            elif kind == "resume":
-                since = msg.get("since_version")
-                current.attach(conn, since_version=since if isinstance(since, int) and not isinstance(since, bool) else None)
-            elif kind == "ping":
-                conn.push(encode({"type": "pong", "t": msg.get("t")}))
-            elif kind == "hello":
-                conn.push(encode(error("already_authenticated", "hello was already received")))
+            if link is not None:
+                link.forward(msg)
             else:
-                metrics.errors.labels("unknown_message_type").inc()
-                conn.push(encode(error("unknown_message_type", f"unknown message type {kind!r}")))
+                manager.dispatch(manager.runners.get(match_id) or runner, conn, msg)
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
         metrics.sockets.dec()
-        (manager.runners.get(match_id) or runner).detach(conn)
-        runner.detach(conn)
+        if link is not None:
+            link.close()
+        else:
+            (manager.runners.get(match_id) or runner).detach(conn)
+            runner.detach(conn)
         if conn.writer is not None:
             conn.writer.cancel()

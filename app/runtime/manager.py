@@ -17,6 +17,7 @@ from app.infra.timers import Timers
 from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner
 from app.runtime.replay import replay
+from app.runtime.wire import encode, error
 
 log = logging.getLogger("bannerfall.runtime")
 
@@ -28,6 +29,7 @@ class MatchManager:
 
     def __init__(self, repo: Repository, log_writer: LogWriter, timers: Timers, *,
                  on_match_started: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.cluster = None  # set by the app: app.runtime.cluster.Cluster
         self.repo = repo
         self.log_writer = log_writer
         self.timers = timers
@@ -41,6 +43,9 @@ class MatchManager:
 
     async def start(self) -> None:
         self.timers.set_callback(self._on_due)
+        set_owns = getattr(self.timers, "set_owns", None)
+        if set_owns is not None:
+            set_owns(lambda match_id: match_id in self.runners)
         await self.timers.start()
         for match_id in await self.repo.running_match_ids():
             try:
@@ -54,9 +59,25 @@ class MatchManager:
             task.cancel()
 
     # ------------------------------------------------------------------ loading
-    async def load(self, match_id: str) -> MatchRunner | None:
+    async def locate(self, match_id: str) -> tuple[MatchRunner | None, str | None]:
+        """Where a match runs: ``(runner, None)`` if on this node (taking it over when its lease is
+        free), ``(None, owner_node)`` if another node runs it, ``(None, None)`` if no such match."""
+        runner = self.runners.get(match_id) or self._finished.get(match_id)
+        if runner is not None:
+            return runner, None
+        match = await self.repo.match(match_id)
+        if match is None:
+            return None, None
+        if match["status"] == "running" and self.cluster is not None:
+            owned, owner = await self.cluster.claim(match_id)
+            if not owned:
+                return None, owner
+        return await self.load(match_id, owned=True), None
+
+    async def load(self, match_id: str, *, owned: bool = False) -> MatchRunner | None:
         """The runner of ``match_id``: live ones from memory, others rebuilt from the log
-        (running matches become live again with their deadlines re-armed). None if no such match."""
+        (running matches become live again with their deadlines re-armed). None if no such match,
+        or if it is running and another node holds its lease (unless ``owned``: the caller holds it)."""
         runner = self.runners.get(match_id) or self._finished.get(match_id)
         if runner is not None:
             return runner
@@ -68,15 +89,11 @@ class MatchManager:
             match = await self.repo.match(match_id)
             if match is None or match["game"] not in registry():
                 return None
-            actions = await self.repo.actions(match_id)
-            result = replay(match, actions, keep_events=MatchRunner.HISTORY)
-            deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
-            runner = MatchRunner(
-                match=match, game=result.game, state=result.state, version=result.version,
-                log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
-                on_finished=self._finished_cb, history=result.history, client_seqs=result.client_seqs,
-                status=match["status"],
-            )
+            if match["status"] == "running" and self.cluster is not None and not owned:
+                claimed, _owner = await self.cluster.claim(match_id)
+                if not claimed:
+                    return None
+            runner = await self._rebuild(match)
             if match["status"] == "running":
                 if runner.outcome is not None:  # ended in memory but the final update was lost
                     runner.status = "finished"
@@ -90,6 +107,41 @@ class MatchManager:
                 self._remember_finished(runner)
             return runner
 
+    async def _rebuild(self, match: dict[str, Any]) -> MatchRunner:
+        actions = await self.repo.actions(match["id"])
+        result = replay(match, actions, keep_events=MatchRunner.HISTORY)
+        deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
+        return MatchRunner(
+            match=match, game=result.game, state=result.state, version=result.version,
+            log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
+            on_finished=self._finished_cb, history=result.history, client_seqs=result.client_seqs,
+            status=match["status"],
+        )
+
+    async def snapshot(self, match_id: str) -> MatchRunner | None:
+        """A match to read (admin): the live runner if here, else a read-only copy rebuilt from the
+        durable log (a match running on another node is not taken over by reading it)."""
+        runner = self.runners.get(match_id) or self._finished.get(match_id)
+        if runner is not None:
+            return runner
+        match = await self.repo.match(match_id)
+        if match is None or match["game"] not in registry():
+            return None
+        if match["status"] != "running":
+            return await self.load(match_id)
+        return await self._rebuild(match)
+
+    async def abort(self, match_id: str, reason: str, by: str | None) -> MatchRunner | None:
+        """Abort a running match wherever it runs. Raises IllegalAction ``match_over`` if it is not running."""
+        runner, owner = await self.locate(match_id)
+        if runner is None and owner is None:
+            return None
+        if runner is None:
+            self.cluster.send(owner, {"k": "abort", "m": match_id, "reason": reason, "by": by})
+            return await self.snapshot(match_id)
+        runner.abort(reason, by)
+        return runner
+
     def _remember_finished(self, runner: MatchRunner) -> None:
         self._finished[runner.match_id] = runner
         self._finished.move_to_end(runner.match_id)
@@ -97,15 +149,50 @@ class MatchManager:
             self._finished.popitem(last=False)
 
     def _finished_cb(self, runner: MatchRunner) -> None:
-        self.runners.pop(runner.match_id, None)
+        if self.runners.get(runner.match_id) is runner:
+            del self.runners[runner.match_id]
         if not runner.failed:
             self._remember_finished(runner)
+        if self.cluster is not None:
+            self._spawn(self.cluster.release(runner.match_id))
+
+    def lease_lost(self, match_id: str) -> None:
+        """Another node may run this match now: drop it here and send its viewers away to reconnect."""
+        runner = self.runners.pop(match_id, None)
+        if runner is None:
+            return
+        runner.failed = True
+        from app.runtime.cluster import CLOSE_MOVED
+
+        text = encode(error("match_moved", "the match moved to another node; reconnect and resume"))
+        for peer in list(runner.peers):
+            peer.push(text)
+            peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ socket messages
+    def dispatch(self, runner: MatchRunner, peer, msg: dict[str, Any]) -> None:
+        """One parsed message from a viewer's socket (local or on another node)."""
+        kind = msg.get("type")
+        if kind == "act":
+            runner.act(peer, msg.get("seq"), msg.get("action"), msg.get("version"))
+        elif kind == "resume":
+            since = msg.get("since_version")
+            runner.attach(peer, since_version=since if isinstance(since, int) and not isinstance(since, bool) else None)
+        elif kind == "ping":
+            peer.push(encode({"type": "pong", "t": msg.get("t")}))
+        elif kind == "hello":
+            peer.push(encode(error("already_authenticated", "hello was already received")))
+        else:
+            peer.push(encode(error("unknown_message_type", f"unknown message type {kind!r}")))
 
     # ------------------------------------------------------------------ deadlines
     def _schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
-        task = asyncio.get_running_loop().create_task(self.timers.schedule(match_id, phase_id, due_at))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self.timers.schedule(match_id, phase_id, due_at))
 
     def _on_due(self, match_id: str, phase_id: int) -> None:
         runner = self.runners.get(match_id)
@@ -141,6 +228,8 @@ class MatchManager:
             "outcome": None, "version": 0, "created_at": now, "ended_at": None,
         }
         await self.repo.create_match(match, lobby_id=lobby_id)
+        if self.cluster is not None:
+            await self.cluster.claim(match["id"])
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,
                              deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb)
         self.runners[match["id"]] = runner

@@ -29,7 +29,7 @@ async def list_matches(repo: RepoDep, _admin: AdminDep, status: str | None = Non
 async def match_state(match_id: str, manager: ManagerDep, _admin: AdminDep) -> dict[str, Any]:
     """The full state as the admin view (every hidden card present and marked ``"hidden": true``),
     the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players)."""
-    runner = await manager.load(match_id)
+    runner = await manager.snapshot(match_id)
     if runner is None:
         raise not_found("match")
     msg = runner.state_message(ADMIN, [])
@@ -67,11 +67,12 @@ async def match_replay(match_id: str, repo: RepoDep, _admin: AdminDep,
 
 @router.post("/matches/{match_id}/abort", response_model=MatchPublic)
 async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: AbortRequest | None = None) -> MatchPublic:
-    runner = await manager.load(match_id)
-    if runner is None:
-        raise not_found("match")
+    reason = (body or AbortRequest()).reason
     try:
-        runner.abort((body or AbortRequest()).reason, admin["id"])
+        runner = await manager.abort(match_id, reason, admin["id"])
     except IllegalAction as exc:
         raise ApiError(409, exc.code, exc.message) from None
-    return match_public({**runner.meta, "status": "aborted", "outcome": runner.outcome.to_wire()})
+    if runner is None:
+        raise not_found("match")
+    return match_public({**runner.meta, "status": "aborted",
+                         "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}})

@@ -1,0 +1,242 @@
+"""Several nodes, one match each: leases decide which node runs a match; sockets on other nodes
+reach it through pub/sub.
+
+- A node runs a match only while it holds the match's lease (``app.infra.leases``). Any node that
+  gets a socket for a running match with no owner takes the lease and rebuilds the match from its log.
+- A socket on a node that does not own the match becomes a *link*: its messages are published to
+  the owner's channel ``node:{owner}``; on the owner a :class:`RemotePeer` stands for it in the
+  runner, and everything the runner pushes to it is published back to ``node:{socket node}``.
+- Every ``lease/2`` seconds each node takes over running matches whose lease is free (their node
+  died), so deadlines fire and bots play even when no player reconnects, and closes links whose
+  match changed owner (code 4503: reconnect and ``resume``).
+- Fencing: if a node lost a lease without noticing, its next log write for that match collides with
+  the new owner's on ``(match_id, seq)`` and fails; the stale runner is then dropped.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any, Callable
+
+import orjson
+
+from app.games.base import SPECTATOR
+from app.infra.leases import LeaseKeeper
+from app.infra.pubsub import MessagesLost, PubSub
+from app.runtime.wire import encode, error
+
+log = logging.getLogger("bannerfall.cluster")
+
+CLOSE_MOVED = 4503
+
+
+class RemotePeer:
+    """On the owner node: a socket that lives on another node."""
+
+    __slots__ = ("viewer", "player_id", "sent_version", "node", "conn_id", "cluster", "closed")
+
+    def __init__(self, cluster: "Cluster", node: str, conn_id: str, viewer: int, player_id: str | None) -> None:
+        self.cluster = cluster
+        self.node = node
+        self.conn_id = conn_id
+        self.viewer = viewer
+        self.player_id = player_id
+        self.sent_version = 0
+        self.closed = False
+
+    def push(self, text: str) -> None:
+        if not self.closed:
+            self.cluster.send(self.node, {"k": "push", "c": self.conn_id, "t": text})
+
+    def close(self, code: int, reason: str) -> None:
+        if not self.closed:
+            self.closed = True
+            self.cluster.send(self.node, {"k": "close", "c": self.conn_id, "code": code, "reason": reason})
+            self.cluster.remote_peers.pop(self.conn_id, None)
+
+
+class Link:
+    """On the socket's node: forwards a local connection's messages to the owner node."""
+
+    __slots__ = ("conn", "match_id", "owner", "conn_id", "cluster")
+
+    def __init__(self, cluster: "Cluster", conn: Any, match_id: str, owner: str) -> None:
+        self.cluster = cluster
+        self.conn = conn
+        self.match_id = match_id
+        self.owner = owner
+        self.conn_id = uuid.uuid4().hex
+
+    def open(self, since_version: int | None) -> None:
+        self.cluster.links[self.conn_id] = self
+        self.cluster.send(self.owner, {"k": "attach", "m": self.match_id, "c": self.conn_id,
+                                       "n": self.cluster.node_id, "v": self.conn.viewer,
+                                       "p": self.conn.player_id, "since": since_version})
+
+    def forward(self, message: dict[str, Any]) -> None:
+        self.cluster.send(self.owner, {"k": "msg", "m": self.match_id, "c": self.conn_id, "msg": message})
+
+    def close(self) -> None:
+        if self.cluster.links.pop(self.conn_id, None) is not None:
+            self.cluster.send(self.owner, {"k": "detach", "m": self.match_id, "c": self.conn_id})
+
+
+class Cluster:
+    """This node's view of the cluster. With in-process backends it is a one-node cluster."""
+
+    def __init__(self, node_id: str, pubsub: PubSub, keeper: LeaseKeeper, manager, *, lease_seconds: float,
+                 multi_node: bool) -> None:
+        self.node_id = node_id
+        self.pubsub = pubsub
+        self.keeper = keeper
+        self.manager = manager
+        self.lease_seconds = lease_seconds
+        self.multi_node = multi_node
+        self.links: dict[str, Link] = {}
+        self.remote_peers: dict[str, RemotePeer] = {}
+        self._outbox: dict[str, asyncio.Queue] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._senders: dict[str, asyncio.Task] = {}
+        self.takeovers = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        await self.keeper.start()
+        if self.multi_node:
+            ready = asyncio.Event()
+            self._tasks.append(asyncio.create_task(self._inbox(ready), name="cluster-inbox"))
+            await asyncio.wait_for(ready.wait(), 10)
+            self._tasks.append(asyncio.create_task(self._watch(), name="cluster-watch"))
+
+    async def stop(self) -> None:
+        for task in self._tasks + list(self._senders.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._senders.values(), return_exceptions=True)
+        await self.keeper.stop(release=True)
+
+    # ------------------------------------------------------------------ ownership
+    async def claim(self, match_id: str) -> tuple[bool, str | None]:
+        """Try to own a running match. Returns (owned here, the owner node otherwise)."""
+        if self.keeper.holds(match_id):
+            return True, self.node_id
+        if await self.keeper.acquire(match_id):
+            return True, self.node_id
+        owner = await self.keeper.leases.owner(match_id)
+        if owner is None and await self.keeper.acquire(match_id):
+            return True, self.node_id
+        return False, owner
+
+    async def release(self, match_id: str) -> None:
+        await self.keeper.release(match_id)
+
+    # ------------------------------------------------------------------ messaging
+    def send(self, node: str, message: dict[str, Any]) -> None:
+        """Queue a message for ``node`` (published in order by one task per destination)."""
+        queue = self._outbox.get(node)
+        if queue is None:
+            queue = self._outbox[node] = asyncio.Queue()
+            self._senders[node] = asyncio.get_running_loop().create_task(self._sender(node, queue))
+        queue.put_nowait(orjson.dumps(message))
+
+    async def _sender(self, node: str, queue: asyncio.Queue) -> None:
+        channel = f"node:{node}"
+        while True:
+            data = await queue.get()
+            try:
+                await self.pubsub.publish(channel, data)
+            except Exception as exc:  # Redis down: the link side notices and reconnects
+                log.warning("publish to %s failed: %s", channel, type(exc).__name__)
+
+    async def _inbox(self, ready: asyncio.Event) -> None:
+        async with self.pubsub.subscribe(f"node:{self.node_id}") as sub:
+            ready.set()
+            while True:
+                try:
+                    async for data in sub:
+                        try:
+                            await self._handle(orjson.loads(data))
+                        except Exception:
+                            log.exception("cluster message failed")
+                except MessagesLost:
+                    # some pushes or requests were lost: make every link and remote peer resync
+                    for link in list(self.links.values()):
+                        link.conn.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
+
+    async def _handle(self, msg: dict[str, Any]) -> None:
+        kind = msg.get("k")
+        if kind == "push":
+            link = self.links.get(msg["c"])
+            if link is not None:
+                link.conn.push(msg["t"])
+        elif kind == "close":
+            link = self.links.pop(msg["c"], None)
+            if link is not None:
+                link.conn.close(msg.get("code", CLOSE_MOVED), msg.get("reason", "closed by the match's node"))
+        elif kind == "attach":
+            runner = self.manager.runners.get(msg["m"])
+            peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"))
+            if runner is None:
+                peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+                return
+            self.remote_peers[peer.conn_id] = peer
+            since = msg.get("since")
+            runner.attach(peer, since_version=since if isinstance(since, int) else None)
+        elif kind == "msg":
+            peer = self.remote_peers.get(msg["c"])
+            runner = self.manager.runners.get(msg["m"])
+            if peer is None:
+                return
+            if runner is None:
+                peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+                return
+            self.manager.dispatch(runner, peer, msg["msg"])
+        elif kind == "abort":
+            runner = self.manager.runners.get(msg["m"])
+            if runner is not None and runner.status == "running":
+                runner.abort(msg.get("reason") or "aborted by an admin", msg.get("by"))
+        elif kind == "detach":
+            peer = self.remote_peers.pop(msg["c"], None)
+            runner = self.manager.runners.get(msg["m"])
+            if peer is not None:
+                peer.closed = True
+                if runner is not None:
+                    runner.detach(peer)
+
+    # ------------------------------------------------------------------ failover
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.2, self.lease_seconds / 2))
+            try:
+                await self.takeover_orphans()
+                await self._check_links()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("cluster watch round failed")
+
+    async def takeover_orphans(self) -> int:
+        """Own every running match whose lease is free (its node died); returns how many."""
+        taken = 0
+        for match_id in await self.manager.repo.running_match_ids():
+            if match_id in self.manager.runners:
+                continue
+            if await self.keeper.leases.owner(match_id) is None and await self.keeper.acquire(match_id):
+                runner = await self.manager.load(match_id, owned=True)
+                if runner is not None:
+                    taken += 1
+                    self.takeovers += 1
+                    log.info("node %s took over match %s", self.node_id, match_id)
+        return taken
+
+    async def _check_links(self) -> None:
+        by_match: dict[str, list[Link]] = {}
+        for link in self.links.values():
+            by_match.setdefault(link.match_id, []).append(link)
+        for match_id, links in by_match.items():
+            owner = await self.keeper.leases.owner(match_id)
+            if owner != links[0].owner:
+                for link in links:
+                    self.links.pop(link.conn_id, None)
+                    link.conn.push(encode(error("match_moved", "the match moved to another node; reconnect and resume")))
+                    link.conn.close(CLOSE_MOVED, "the match moved; reconnect and resume")
