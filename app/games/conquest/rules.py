@@ -26,6 +26,7 @@ from app.games.base import (
     action_type,
 )
 from app.games.conquest import poker
+from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.board import generate_board
 from app.games.conquest.state import (
     ASSIGN,
@@ -138,6 +139,7 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
     st.defences = ()
     st.passed = ()
     st.battles = {}
+    st.battle_lands = {}
     st.pools = {}
     st.pool_stack = {}
     st.result = None
@@ -153,12 +155,23 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     (test support): the whole deck in order, top first."""
     if stacked is not None:
         return Table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
-    deck = _FULL_DECK
-    flop = []
-    for _ in range(3):  # the flop: 3 random cards; the rest stays an unordered remainder
-        card, deck, _ = _take(st.rng, deck, 0, ())
-        flop.append(card)
-    return Table(tuple(flop), deck, 0)
+    # The flop: 3 uniformly random cards, drawn as ``_take`` would from the full deck (the k-th
+    # card left in ascending order, for k = randbelow(52), randbelow(51), randbelow(50)); the rest
+    # stays an unordered remainder in ascending order.
+    randbelow = st.rng.randbelow
+    first = randbelow(52)
+    second = randbelow(51)
+    if second >= first:
+        second += 1
+    low, high = (first, second) if first < second else (second, first)
+    third = randbelow(50)
+    if third >= low:
+        third += 1
+    if third >= high:
+        third += 1
+    x, y, z = sorted((first, second, third))
+    full = _FULL_DECK
+    return Table((first, second, third), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
 
 
 _FULL_DECK = tuple(range(52))
@@ -172,8 +185,9 @@ def _take(rng: Rng, deck: tuple[int, ...], fixed: int, skip) -> tuple[int, tuple
         if deck[i] not in skip:
             return deck[i], deck[:i] + deck[i + 1:], fixed - 1
     size = len(deck) - fixed
+    randbelow = rng.randbelow
     while True:
-        j = fixed + rng.randbelow(size)
+        j = fixed + randbelow(size)
         card = deck[j]
         if card not in skip:
             return card, deck[:j] + deck[j + 1:], fixed
@@ -230,7 +244,7 @@ def default_action(state: State, seat: int) -> dict[str, Any]:
         return {"type": "defend", "lands": []}
     if phase == ASSIGN:
         pool = state.pools[seat]
-        lands = seat_battle_lands(state, seat)
+        lands = state.battle_lands.get(seat, ())
         return {"type": "assign",
                 "hands": {str(land): [pool[2 * i][1], pool[2 * i + 1][1]] for i, land in enumerate(lands)}}
     return {"type": "decide", "folds": []}
@@ -260,16 +274,18 @@ def attackable(state: State, seat: int) -> list[int]:
     return list(state.targets.get(seat, ()))
 
 
-def _compute_targets(state: State, seat: int) -> tuple[int, ...]:
+def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
+    """Living seat -> lands adjacent to one it controls now and not its own, ascending (2.1)."""
     owner = state.owner
     neighbours = state.board.neighbours
-    found = set()
+    found: dict[int, set[int]] = {seat: set() for seat in range(state.seats) if state.out_round[seat] == 0}
     for land, who in enumerate(owner):
-        if who == seat:
+        near = found.get(who)
+        if near is not None:
             for other in neighbours[land]:
-                if owner[other] != seat:
-                    found.add(other)
-    return tuple(sorted(found))
+                if owner[other] != who:
+                    near.add(other)
+    return {seat: tuple(sorted(near)) for seat, near in found.items()}
 
 
 def attacks_of(state: State, seat: int) -> int:
@@ -284,14 +300,15 @@ def defendable(state: State, seat: int) -> list[int]:
 
 def seat_battle_lands(state: State, seat: int) -> list[int]:
     """Lands (ascending) whose battle this round ``seat`` takes part in."""
-    return [land for land, b in sorted(state.battles.items()) if seat in b.paid]
+    return list(state.battle_lands.get(seat, ()))
 
 
 def decision_lands(state: State, seat: int) -> list[int]:
     """Lands where ``seat`` is still in a battle waiting for its stay-or-fold decision (3.2–3.4)."""
     stage = STAGE_TURN if state.phase == TURN else STAGE_RIVER
-    return [land for land, b in sorted(state.battles.items())
-            if b.stage == stage and b.status.get(seat) == LIVE]
+    battles = state.battles
+    return [land for land in state.battle_lands.get(seat, ())
+            if battles[land].stage == stage and battles[land].status[seat] == LIVE]
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,24 +321,32 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     seat has submitted. Raises IllegalAction (the input state is never changed):
     ``match_over``, ``malformed_action``, ``unknown_action``, ``fold_before_paid``, ``no_prompt``,
     ``wrong_phase`` and the per-action codes of the validators."""
-    kind = action_type(action)
-    if state.phase == OVER:
+    # a plain dict with a string type is the common case: skip the generic Mapping check
+    kind = action.get("type") if type(action) is dict else None
+    if type(kind) is not str:
+        kind = action_type(action)
+    phase = state.phase
+    if phase == OVER:
         raise IllegalAction("match_over", "the match is over")
     if kind not in ACTION_TYPES:
         raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
-    if kind == "decide" and state.phase not in (TURN, RIVER):
+    if kind == "decide" and phase != TURN and phase != RIVER:
         raise IllegalAction("fold_before_paid", "a fold is possible only once a stage is paid and its card is open (3.4)")
     if type(seat) is not int or seat not in state.required:
         raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
-    if kind != ACTION_OF_PHASE[state.phase]:
-        raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
+    if kind != ACTION_OF_PHASE[phase]:
+        raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {phase} phase")
     submission = _VALIDATORS[kind](state, seat, action)
-    resolves = len(state.submissions) + (seat not in state.submissions) >= len(state.required)
-    # A plain submission changes only ``submissions``; the last one resolves the phase, which may
-    # change everything, so it works on a full copy (battles included).
-    st = state.clone() if resolves else state.clone_submission()
+    submissions = state.submissions
+    events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id, "kind": KIND_OF_PHASE[phase]})]
+    if len(submissions) + (seat not in submissions) < len(state.required):
+        # a plain submission changes only ``submissions``
+        st = state.clone_submission()
+        st.submissions[seat] = submission
+        return st, events
+    # the last one resolves the phase, which may change everything: a full copy (open battles too)
+    st = state.clone()
     st.submissions[seat] = submission
-    events = [Event("submitted", {"seat": seat, "phase_id": st.phase_id, "kind": KIND_OF_PHASE[st.phase]})]
     _run(st, events)
     return st, events
 
@@ -455,63 +480,78 @@ def _start_round(st: State, events: list[Event]) -> None:
     st.defences = ()
     st.passed = ()
     events.append(Event("round_started", {"round": st.round}))
-    st.targets = {seat: _compute_targets(st, seat) for seat in range(st.seats) if st.out_round[seat] == 0}
-    required = [seat for seat, lands in st.targets.items() if st.mana[seat] > 0 and lands]
+    st.targets = _compute_targets(st)
+    mana = st.mana
+    required = [seat for seat, lands in st.targets.items() if mana[seat] > 0 and lands]
     _enter(st, ORDERS, required)
 
 
 def _resolve_orders(st: State, events: list[Event]) -> None:
     """Pay the activations, reveal them to all (2.1, 2.2) and open DEFENCE."""
+    mana = st.mana
+    submissions = st.submissions
     attacks: dict[int, list[int]] = {}
-    for seat in sorted(st.submissions):
-        for land in st.submissions[seat]:
-            st.mana[seat] -= activation_cost(st, seat, land)
+    for seat in sorted(submissions):
+        for land in submissions[seat]:
+            mana[seat] -= activation_cost(st, seat, land)
             attacks.setdefault(land, []).append(seat)
     st.attacks = {land: tuple(attacks[land]) for land in sorted(attacks)}
     events.append(Event("activations", {
         "attacks": [{"land": land, "attackers": list(seats)} for land, seats in st.attacks.items()],
-        "mana": list(st.mana),
+        "mana": list(mana),
     }))
+    # prompted: seats with an attacked land (``defendable``), mana, and fewer than MAX_BATTLES
+    # activations (``attacks_of``: a submission's lands are distinct)
+    owner = st.owner
+    attacked = {owner[land] for land in attacks}
     required = [seat for seat in range(st.seats)
-                if st.mana[seat] > 0 and defendable(st, seat) and attacks_of(st, seat) < MAX_BATTLES]
+                if mana[seat] > 0 and seat in attacked and len(submissions.get(seat, ())) < MAX_BATTLES]
     _enter(st, DEFENCE, required)
 
 
 def _resolve_defence(st: State, events: list[Event]) -> None:
     """Pay the defences, pass undefended tables with one attacker (2.2), create the battles, deal
     the pools (2.3) and open ASSIGN."""
+    mana = st.mana
+    submissions = st.submissions
     defended = set()
-    for seat in sorted(st.submissions):
-        for land in st.submissions[seat]:
-            st.mana[seat] -= defence_cost(st, seat, land)
+    for seat in sorted(submissions):
+        for land in submissions[seat]:
+            mana[seat] -= defence_cost(st, seat, land)
             defended.add(land)
     st.defences = tuple(sorted(defended))
-    events.append(Event("defences", {"lands": list(st.defences), "mana": list(st.mana)}))
+    events.append(Event("defences", {"lands": list(st.defences), "mana": list(mana)}))
     battles: dict[int, Battle] = {}
+    lands_of: dict[int, list[int]] = {}
     passed = []
-    for land, attackers in st.attacks.items():
-        holder = st.owner[land]
+    owner = st.owner
+    tables = st.tables
+    for land, attackers in st.attacks.items():  # ascending land id, so ``battles`` is too
+        holder = owner[land]
         defender = holder if land in defended else None
         if holder != NEUTRAL and defender is None and len(attackers) == 1:
-            st.owner[land] = attackers[0]
+            owner[land] = attackers[0]
             passed.append((land, holder, attackers[0]))
             events.append(Event("table_passed", {"land": land, "from": holder, "to": attackers[0]}))
             continue
-        table = st.tables[land]
-        battles[land] = Battle(land, holder, attackers, defender, table.deck, table.fixed)
+        table = tables[land]
+        battle = battles[land] = Battle(land, holder, attackers, defender, table.deck, table.fixed)
+        for seat in battle.paid:
+            lands_of.setdefault(seat, []).append(land)
     st.passed = tuple(passed)
     st.battles = battles
+    st.battle_lands = {seat: tuple(lands) for seat, lands in lands_of.items()}
     required = []
     for seat in range(st.seats):
-        lands = seat_battle_lands(st, seat)
+        lands = lands_of.get(seat)
         if not lands:
             continue
         pool = _deal_pool(st, seat, lands)
-        events.append(Event("pool_dealt", {"seat": seat, "lands": lands, "cards": [_card(d) for d in pool]},
+        events.append(Event("pool_dealt", {"seat": seat, "lands": lands,
+                                           "cards": [{"id": token, "card": _NAMES[card]} for card, token in pool]},
                             frozenset((seat,))))
         if len(lands) == 1:  # one table: nothing to decide
-            battle = battles[lands[0]]
-            battle.hands[seat] = pool
+            battles[lands[0]].hands[seat] = pool
         else:
             st.pools[seat] = pool
             required.append(seat)
@@ -521,41 +561,56 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
 def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     """2 cards per battle table from the seat's own deck for this round, which leaves out the flops
     of those tables (2.3)."""
-    excluded = {card for land in lands for card in st.tables[land].flop}
-    stacked = [c for c in st.pool_stack.pop(seat, ()) if c not in excluded]
+    tables = st.tables
+    excluded = set()
+    for land in lands:
+        excluded.update(tables[land].flop)
+    stacked = [c for c in st.pool_stack.pop(seat, ()) if c not in excluded] if st.pool_stack else []
     excluded.update(stacked)
-    rest = [c for c in range(52) if c not in excluded]
-    need = 2 * len(lands) - len(stacked)
-    rng = st.rng
-    for i in range(max(need, 0)):  # partial Fisher–Yates: only the cards dealt are drawn
-        j = i + rng.randbelow(len(rest) - i)
+    rest = list(_FULL_DECK)  # the cards not excluded, ascending: card c sits at index c until removed
+    for card in sorted(excluded, reverse=True):
+        del rest[card]
+    size = 2 * len(lands)
+    randbelow = st.rng.randbelow
+    left = len(rest)
+    for i in range(size - len(stacked)):  # partial Fisher–Yates: only the cards dealt are drawn
+        j = i + randbelow(left - i)
         rest[i], rest[j] = rest[j], rest[i]
-    cards = (stacked + rest)[: 2 * len(lands)]
-    return tuple(st.deal(card) for card in cards)
+    cards = (stacked + rest)[:size] if stacked else rest[:size]
+    token = st.tokens.token
+    first = st.dealt
+    st.dealt = first + len(cards)
+    return tuple([(card, token(first + i)) for i, card in enumerate(cards)])
 
 
 def _resolve_assign(st: State, events: list[Event]) -> None:
     """Set the submitted hands, start every battle (flop revealed 3.1, the neutral's hand dealt) and
     run the turn step."""
-    for seat in sorted(st.submissions):
-        hands = st.submissions[seat]
+    battles = st.battles
+    submissions = st.submissions
+    for seat in sorted(submissions):
+        hands = submissions[seat]
         for land, hand in hands:
-            battle = st.battles[land]
-            battle.hands[seat] = hand
+            battles[land].hands[seat] = hand
         events.append(Event("hands_set", {"seat": seat, "hands": [
-            {"land": land, "cards": [_card(d) for d in hand]} for land, hand in hands]}, frozenset((seat,))))
+            {"land": land, "cards": [{"id": token, "card": _NAMES[card]} for card, token in hand]}
+            for land, hand in hands]}, frozenset((seat,))))
     st.pools = {}
-    if not st.battles:
+    if not battles:
         _end_round(st, events)
         return
     started = []
-    for land in sorted(st.battles):
-        battle = st.battles[land]
-        battle.flop = tuple(st.deal(card) for card in st.tables[land].flop)
+    tables = st.tables
+    token = st.tokens.token
+    for land, battle in battles.items():  # ascending land id
+        n = st.dealt
+        flop = battle.flop = tuple([(card, token(n + i)) for i, card in enumerate(tables[land].flop)])
+        st.dealt = n + len(flop)
         if battle.holder == NEUTRAL:
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
         started.append({"land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
-                        "defender": battle.defender, "flop": [_card(d) for d in battle.flop]})
+                        "defender": battle.defender,
+                        "flop": [{"id": token, "card": _NAMES[card]} for card, token in flop]})
     events.append(Event("battles_started", {"battles": started}))
     _stage_step(st, events, STAGE_TURN)
 
@@ -583,16 +638,15 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
     settled (3.5), and the decision phase begins."""
     out_status = OUT_TURN if stage == STAGE_TURN else OUT_RIVER
     tables = []
-    settle = []
-    required = set()
+    open_battles = []
     mana = st.mana
-    for land in sorted(st.battles):
-        battle = st.battles[land]
+    for battle in st.battles.values():  # ascending land id
         if battle.stage == STAGE_DONE:
             continue
         paid, out = [], []
-        for seat in battle.live():
-            if seat == NEUTRAL:
+        status = battle.status
+        for seat in battle.seats:
+            if seat == NEUTRAL or status[seat] != LIVE:
                 continue
             cost = stage_cost(st, battle, seat, stage)
             if mana[seat] >= cost:
@@ -600,54 +654,68 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
                 battle.paid[seat] += cost
                 paid.append(seat)
             else:
-                battle.status[seat] = out_status
+                status[seat] = out_status
                 out.append(seat)
-        tables.append({"land": land, "paid": paid, "technical_folds": out, "card": None})
-    for entry in tables:
-        battle = st.battles[entry["land"]]
-        live = battle.live()
+        entry = {"land": battle.land, "paid": paid, "technical_folds": out, "card": None}
+        tables.append(entry)
+        open_battles.append((battle, entry))
+    settle = []
+    required: set[int] = set()
+    rng = st.rng
+    token = st.tokens.token
+    for battle, entry in open_battles:
+        status = battle.status
+        live = [seat for seat in battle.seats if status[seat] == LIVE]
         if len(live) <= 1:
             settle.append((battle, live))
             continue
-        card = _draw_from_table(st, battle, 1)[0]
+        # one card from the table's deck, leaving out every participant's hand (3.8)
+        in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
+        card, battle.deck, battle.fixed = _take(rng, battle.deck, battle.fixed, in_hands)
+        dealt = (card, token(st.dealt))
+        st.dealt += 1
         if stage == STAGE_TURN:
-            battle.turn = card
+            battle.turn = dealt
         else:
-            battle.river = card
+            battle.river = dealt
         battle.stage = stage
-        entry["card"] = _card(card)
-        required.update(seat for seat in live if seat != NEUTRAL)
+        entry["card"] = {"id": dealt[1], "card": _NAMES[card]}
+        required.update(live)
+    required.discard(NEUTRAL)
     events.append(Event("stage_opened", {"stage": stage, "tables": tables, "mana": list(mana)}))
     for battle, live in settle:
         _settle(st, battle, live, events)
     _enter(st, TURN if stage == STAGE_TURN else RIVER, required)
 
 
-def _apply_folds(st: State, events: list[Event], stage: str) -> list[int]:
+def _apply_folds(st: State, events: list[Event], stage: str) -> list[Battle]:
     """Folds of the decision phase with their refunds (3.2, 3.3; one ``folds`` event), then settle
-    tables left with one or no participant (3.5). Returns the lands still contested."""
+    tables left with one or no participant (3.5). Returns the battles still contested."""
     status = FOLD_TURN if stage == STAGE_TURN else FOLD_RIVER
+    submissions = st.submissions
+    battles = st.battles
+    mana = st.mana
     folds = []
-    for seat in sorted(st.submissions):
-        for land in st.submissions[seat]:
-            battle = st.battles[land]
+    for seat in sorted(submissions):
+        for land in submissions[seat]:
+            battle = battles[land]
             battle.status[seat] = status
             refund = fold_refund(st, battle, seat, stage)
-            st.mana[seat] += refund
+            mana[seat] += refund
             battle.refunded[seat] += refund
             folds.append({"land": land, "seat": seat, "refund": refund})
     if folds:
-        events.append(Event("folds", {"stage": stage, "folds": folds, "mana": list(st.mana)}))
+        events.append(Event("folds", {"stage": stage, "folds": folds, "mana": list(mana)}))
     contested = []
-    for land in sorted(st.battles):
-        battle = st.battles[land]
+    for battle in battles.values():  # ascending land id
         if battle.stage != stage:
             continue
-        live = battle.live()
+        battle_status = battle.status
+        live = [seat for seat in battle.seats if battle_status[seat] == LIVE]
         if len(live) <= 1:
             _settle(st, battle, live, events)
         else:
-            contested.append(land)
+            contested.append(battle)
     return contested
 
 
@@ -657,8 +725,7 @@ def _resolve_turn(st: State, events: list[Event]) -> None:
 
 
 def _resolve_river(st: State, events: list[Event]) -> None:
-    for land in _apply_folds(st, events, STAGE_RIVER):
-        battle = st.battles[land]
+    for battle in _apply_folds(st, events, STAGE_RIVER):
         _final(st, battle, events)
     _end_round(st, events)
 
@@ -666,25 +733,32 @@ def _resolve_river(st: State, events: list[Event]) -> None:
 def _final(st: State, battle: Battle, events: list[Event]) -> None:
     """Best five of seven; the best hand wins; a full tie refunds every finalist's stake and the
     table stays with its holder (3.6). The finalists' hands are shown to all (4.1)."""
-    board = [battle.flop[0][0], battle.flop[1][0], battle.flop[2][0], battle.turn[0], battle.river[0]]
-    live = battle.live()
-    ranks = {seat: poker.rank7([battle.hands[seat][0][0], battle.hands[seat][1][0], *board]) for seat in live}
+    flop = battle.flop
+    board = (flop[0][0], flop[1][0], flop[2][0], battle.turn[0], battle.river[0])
+    status = battle.status
+    hands = battle.hands
+    live = [seat for seat in battle.seats if status[seat] == LIVE]
+    rank7 = poker.rank7
+    ranks = {seat: rank7((hands[seat][0][0], hands[seat][1][0]) + board) for seat in live}
     best = min(ranks.values())
     winners = [seat for seat in live if ranks[seat] == best]
     battle.finalists = tuple(live)
     battle.ranks = ranks
     if NEUTRAL in ranks:  # the neutral's hand is shown for the first time: it gets its tokens now
-        battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in battle.hands[NEUTRAL])
+        hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hands[NEUTRAL])
+    category = poker.category
     events.append(Event("showdown", {"land": battle.land, "hands": [
-        {"seat": _who(seat), "cards": [_card(d) for d in battle.hands[seat]], "category": poker.category(ranks[seat])}
+        {"seat": _who(seat), "cards": [{"id": token, "card": _NAMES[card]} for card, token in hands[seat]],
+         "category": category(ranks[seat])}
         for seat in live]}))
     if len(winners) == 1:
         _finish_battle(st, battle, winners[0], "final", events)
         return
+    mana = st.mana
     for seat in live:
         if seat != NEUTRAL:
             refund = tie_refund(st, battle, seat)
-            st.mana[seat] += refund
+            mana[seat] += refund
             battle.refunded[seat] += refund
     _finish_battle(st, battle, battle.holder, "tie", events)
 
@@ -711,25 +785,29 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
 
 def _end_round(st: State, events: list[Event]) -> None:
     """Eliminations, victory (2.5), income (2.6), then the next round or the end of the match."""
-    counts = [0] * st.seats
+    seats = st.seats
+    counts = [0] * seats
     for owner in st.owner:
         if owner != NEUTRAL:
             counts[owner] += 1
-    for seat in range(st.seats):
-        if st.out_round[seat] == 0 and counts[seat] == 0:
-            st.out_round[seat] = st.round
+    out_round = st.out_round
+    for seat in range(seats):
+        if out_round[seat] == 0 and counts[seat] == 0:
+            out_round[seat] = st.round
             events.append(Event("eliminated", {"seat": seat}))
-    alive = [seat for seat in range(st.seats) if st.out_round[seat] == 0]
-    if any(counts[seat] >= st.options.tables_to_win for seat in alive):
+    alive = [seat for seat in range(seats) if out_round[seat] == 0]
+    to_win = st.options.tables_to_win
+    if any(counts[seat] >= to_win for seat in alive):
         _finish_match(st, counts, "tables_to_win", events)
         return
     if len(alive) <= 1:
         _finish_match(st, counts, "last_standing", events)
         return
+    mana = st.mana
     for land, owner in enumerate(st.owner):
         if owner != NEUTRAL:
-            st.mana[owner] += land_income(st, owner, land)
-    events.append(Event("income", {"mana": list(st.mana), "tables": counts}))
+            mana[owner] += land_income(st, owner, land)
+    events.append(Event("income", {"mana": list(mana), "tables": counts}))
     if st.round >= st.options.max_rounds:
         _finish_match(st, counts, "max_rounds", events)
         return

@@ -170,7 +170,9 @@ class State:
       this round (after DEFENCE); ``passed``: ``(land, from, to)`` of undefended tables that changed
       hands without a battle (2.2).
     - ``battles``: land -> :class:`Battle` of this round (kept, settled, until the next round's
-      battles are created, so its folded hands stay accounted for as hidden).
+      battles are created, so its folded hands stay accounted for as hidden), in ascending land
+      order; ``battle_lands``: seat -> the lands of those battles it fights in, ascending (derived
+      from ``battles`` when they are created; never changed afterwards).
     - ``pools``: seat -> dealt cards during ASSIGN (2.3).
     - ``pool_stack``: test support only (see ``rules.stacked_position``): seat -> cards put on top of
       that seat's next pool deck.
@@ -182,7 +184,7 @@ class State:
     __slots__ = (
         "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
         "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
-        "passed", "battles", "pools", "pool_stack", "result", "targets",
+        "passed", "battles", "battle_lands", "pools", "pool_stack", "result", "targets",
     )
 
     seats: int
@@ -204,6 +206,7 @@ class State:
     defences: tuple[int, ...]
     passed: tuple[tuple[int, int, int], ...]
     battles: dict[int, Battle]
+    battle_lands: dict[int, tuple[int, ...]]
     pools: dict[int, tuple[Dealt, ...]]
     pool_stack: dict[int, tuple[int, ...]]
     result: tuple[dict[int, int], dict[int, float], str] | None
@@ -231,6 +234,7 @@ class State:
         new.defences = self.defences
         new.passed = self.passed
         new.battles = self.battles
+        new.battle_lands = self.battle_lands
         new.pools = self.pools
         new.pool_stack = self.pool_stack
         new.result = self.result
@@ -262,6 +266,7 @@ class State:
         # a settled battle never changes again: only open ones are copied
         new.battles = {land: (battle if battle.stage == STAGE_DONE else battle.copy())
                        for land, battle in self.battles.items()}
+        new.battle_lands = self.battle_lands
         new.pools = dict(self.pools)
         new.pool_stack = dict(self.pool_stack)
         new.result = self.result
