@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
                           multi_node=backends.mode == "redis")
         manager.cluster = cluster
+        manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
         app.state.settings, app.state.repo, app.state.manager = settings, repo, manager
         app.state.log_writer, app.state.bots, app.state.backends = writer, bots, backends
         app.state.started_at = time.time()

@@ -38,7 +38,8 @@ class MatchManager:
         self._loading: dict[str, asyncio.Lock] = {}
         self.on_match_started = on_match_started
         self.deadlines_fired = 0
-        self.deadline_lag: list[float] = []
+        #: called with the lag in seconds of each deadline that applied defaults (metrics)
+        self.on_deadline_lag: Callable[[float], None] | None = None
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
@@ -202,9 +203,8 @@ class MatchManager:
         applied = runner.deadline(phase_id)
         if applied:
             self.deadlines_fired += 1
-            if due is not None:
-                self.deadline_lag.append(max(0.0, time.time() - due))
-                del self.deadline_lag[:-1000]
+            if due is not None and self.on_deadline_lag is not None:
+                self.on_deadline_lag(max(0.0, time.time() - due))
 
     # ------------------------------------------------------------------ creating
     async def create_match(self, game_id: str, options: dict[str, Any], seats: list[dict[str, Any]],

@@ -1,0 +1,12 @@
+# Bannerfall server image: one node. Configuration comes from BANNERFALL_* variables (docs/operations.md).
+FROM python:3.11-slim
+WORKDIR /srv/bannerfall
+COPY pyproject.toml README.md alembic.ini ./
+COPY app ./app
+COPY migrations ./migrations
+RUN pip install --no-cache-dir -e .
+ENV BANNERFALL_HOST=0.0.0.0 BANNERFALL_PORT=8000
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+  CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status == 200 else 1)"
+CMD ["bannerfall", "serve"]
