@@ -240,6 +240,7 @@ class RedisPubSub:
         self._reader: asyncio.Task | None = None
         self._closed = False
         self._connected = asyncio.Event()
+        self._kick = asyncio.Event()
         #: connections opened by the reader (1 + reconnects)
         self.connections = 0
 
@@ -274,21 +275,20 @@ class RedisPubSub:
                         # the reader sees the broken connection too and subscribes again on reconnect
                         log.warning("SUBSCRIBE %s failed (%s); waiting for the reconnect", channel, exc)
             entry.subs.add(sub)
+            if self._ps is None:
+                self._kick.set()  # the reader is backing off: try now
         try:
-            try:
-                await asyncio.wait_for(asyncio.shield(entry.ready), self.subscribe_timeout)
-            except asyncio.TimeoutError:
-                raise RedisConnectionError(
-                    f"could not subscribe to {channel!r} within {self.subscribe_timeout} s") from None
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if self._closed and task is not None and not task.cancelling():
-                    raise RuntimeError("pubsub is closed") from None
-                raise
+            ready = entry.ready
+            done, _ = await asyncio.wait({ready}, timeout=self.subscribe_timeout)
+            if not done:
+                raise RedisConnectionError(f"could not subscribe to {channel!r} within {self.subscribe_timeout} s")
+            if ready.cancelled():
+                raise RuntimeError("pubsub is closed")
             yield sub
         finally:
             sub._close()
-            await self._leave(wire, entry, sub)
+            # shielded: a second cancellation must not leave a Redis subscription behind
+            await asyncio.shield(self._leave(wire, entry, sub))
 
     def channels(self) -> dict[str, int]:
         return {entry.name: len(entry.subs) for entry in self._channels.values()}
@@ -333,10 +333,7 @@ class RedisPubSub:
                     waiter = None
         if waiter is not None:
             # wait (briefly) for Redis to confirm, so that on return the node holds no subscription
-            try:
-                await asyncio.wait_for(asyncio.shield(waiter), 2.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                pass
+            await asyncio.wait({waiter}, timeout=2.0)
 
     def _ensure_reader(self) -> None:
         if self._reader is None or self._reader.done():
@@ -402,7 +399,12 @@ class RedisPubSub:
                 if self._closed or cancel_requested():
                     return
                 failures += 1
-                await asyncio.sleep(min(0.05 * 2 ** (failures - 1), 2.0))
+                # back off, but a new subscribe wakes the reader to try again at once
+                self._kick.clear()
+                try:
+                    await asyncio.wait_for(self._kick.wait(), min(0.05 * 2 ** (failures - 1), 2.0))
+                except asyncio.TimeoutError:
+                    pass
 
     async def _read(self, ps) -> None:
         last_seen = time.monotonic()
