@@ -348,6 +348,9 @@ class MatchRunner:
 
     def _finish(self) -> None:
         self.meta["status"] = self.status
+        self.meta["version"] = self.durable_version
+        self.meta["outcome"] = self.outcome.to_wire() if self.outcome else None
+        self.meta["ended_at"] = self._now()
         text = encode(self.ended_message())
         for peer in list(self.peers):
             peer.push(text)

@@ -16,12 +16,15 @@ router = APIRouter(prefix="/admin", tags=["admin"])
 
 
 @router.get("/matches", response_model=list[MatchPublic])
-async def list_matches(repo: RepoDep, _admin: AdminDep, status: str | None = None, game: str | None = None,
+async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, status: str | None = None, game: str | None = None,
                        limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0)) -> list[MatchPublic]:
     rows = await repo.matches(status=status, game=game, limit=limit, offset=offset)
     out = [match_public(m) for m in rows]
     for m, row in zip(out, rows):
         m.seed = row["seed"] if row["status"] != "running" else None
+        live = manager.runners.get(row["id"])
+        if live is not None:
+            m.version = live.durable_version
     return out
 
 
@@ -59,7 +62,8 @@ async def match_replay(match_id: str, repo: RepoDep, _admin: AdminDep,
         result = replay(m, actions, until=version, keep_events=1)
     except ReplayMismatch as exc:
         raise ApiError(409, "replay_mismatch", str(exc)) from None
-    events = [e.to_wire() for ver, evs in result.history if ver == result.version for e in evs]
+    events = [{**e.to_wire(), "audience": None if e.audience is None else sorted(e.audience)}
+              for ver, evs in result.history if ver == result.version for e in evs]
     return {"match_id": match_id, "version": result.version, "last_version": len(actions),
             "action": actions[result.version - 1] if result.version else None,
             "view": result.game.view(result.state, ADMIN), "events": events}
