@@ -52,6 +52,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 LOADGEN_DIR = ROOT / "bench" / "loadgen"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+SERVER_CORE = 0
 
 
 # ---------------------------------------------------------------------------- machine and /proc
@@ -66,7 +67,10 @@ def machine_info() -> dict[str, Any]:
         node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     except OSError:
         node = None
-    return {"nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--short", "app"], capture_output=True, text=True, cwd=ROOT).stdout.split("\n")
+    return {"git_head": git, "app_uncommitted": [d.strip() for d in dirty if d.strip()],
+            "nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
             "node": node, "kernel": platform.release(), "loadavg": os.getloadavg(),
             "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
 
@@ -98,6 +102,22 @@ def core_times() -> dict[str, tuple[int, int]]:
                 total = sum(v[:8])
                 out[name] = (total - idle, total)
     return out
+
+
+def wait_until_quiet(max_wait: float, busy_pct: float = 25.0, window: float = 3.0) -> float | None:
+    """Wait (at most ``max_wait`` s) for a ``window`` in which the whole machine is under
+    ``busy_pct`` % busy; returns the busy % seen last (None if it never got quiet)."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        a = core_times()
+        time.sleep(window)
+        b = core_times()
+        busy = sum(b[k][0] - a[k][0] for k in b) / max(1, sum(b[k][1] - a[k][1] for k in b)) * 100
+        if busy < busy_pct:
+            return busy
+        if time.monotonic() > deadline:
+            print(f"  machine still {busy:.0f}% busy after waiting {max_wait:.0f} s: measuring anyway")
+            return None
 
 
 class CoreSampler(threading.Thread):
@@ -335,7 +355,9 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- phases
-def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any]) -> dict[str, Any]:
+def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_quiet: float = 0.0) -> dict[str, Any]:
+    quiet = wait_until_quiet(wait_quiet) if wait_quiet else None
+    load_before = os.getloadavg()
     m0 = server.metrics()
     cpu0 = proc_cpu_seconds(server.pid)
     gcpu0 = sum(proc_cpu_seconds(g.pid) for g in gens)
@@ -370,7 +392,12 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any]) -> dic
         "records_per_s": records / wall,
         "mean_batch": records / commits if commits else None,
         "server_rss_mb": proc_rss_kb(server.pid) / 1024,
+        "loadavg_before": load_before,
+        "machine_busy_pct_before": quiet,
     })
+    srv_core = f"cpu{SERVER_CORE}"
+    if srv_core in cores and "server" in cores:
+        res["others_on_server_core_pct"] = round(cores[srv_core]["mean"] - cores["server"]["mean"], 1)
     return res
 
 
@@ -392,7 +419,9 @@ def show(name: str, r: dict[str, Any]) -> None:
           f"(mean batch {r['mean_batch'] or 0:.1f})")
     cores = r["cores_busy_pct"]
     print("  busy % (min/mean/max per 1 s): " + "; ".join(
-        f"{k} {v['min']:.0f}/{v['mean']:.0f}/{v['max']:.0f}" for k, v in cores.items()))
+        f"{k} {v['min']:.0f}/{v['mean']:.0f}/{v['max']:.0f}" for k, v in cores.items())
+        + f"; others on the server core ~{r.get('others_on_server_core_pct', 0):.0f}%; load avg before "
+        + " ".join(f"{x:.2f}" for x in r["loadavg_before"]))
 
 
 # ---------------------------------------------------------------------------- profile summary
@@ -427,12 +456,17 @@ def summarize_speedscope(path: Path, top: int = 30) -> dict[str, Any]:
     per_thread.sort(key=lambda t: -t["samples"])
     main = per_thread[0]
 
-    def table(counter: Counter, total: float) -> list[tuple[str, float]]:
-        return [(k, round(100.0 * v / total, 1)) for k, v in counter.most_common(top)]
+    def table(counter: Counter, total: float, skip_root: bool = False) -> list[tuple[str, float]]:
+        items = counter.most_common()
+        if skip_root and items:  # the bootstrap frames (cli, uvicorn, asyncio.run) under everything
+            root = items[0][1]
+            items = [(k, v) for k, v in items if v < root * 0.995]
+        return [(k, round(100.0 * v / total, 1)) for k, v in items[:top]]
 
-    return {"threads": [(t["thread"], t["samples"]) for t in per_thread],
+    everything = sum(t["samples"] for t in per_thread)
+    return {"threads": [(t["thread"], round(100.0 * t["samples"] / everything, 1)) for t in per_thread],
             "main_thread": main["thread"],
-            "cumulative": table(main["cum"], main["samples"]),
+            "cumulative": table(main["cum"], main["samples"], skip_root=True),
             "self": table(main["self"], main["samples"])}
 
 
@@ -463,10 +497,17 @@ def main() -> None:
                     help="extra environment for the server (e.g. BANNERFALL_COMMIT_WINDOW_MS=0)")
     ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
                     help="after the measurements, py-spy the server for this long under closed-loop load")
+    ap.add_argument("--profile-phase", choices=("closed", "open"), default="closed",
+                    help="the load while profiling: closed loop (max) or open loop at the --open-fraction rate")
     ap.add_argument("--profile-out", type=Path, default=None, help="speedscope file (default: in the temp dir)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--keep-tmp", action="store_true")
+    ap.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                    help="before each phase, wait up to this long for the machine to be under 25%% busy "
+                         "(other people's jobs share it)")
     args = ap.parse_args()
+    global SERVER_CORE
+    SERVER_CORE = args.server_core
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, 65536))
@@ -477,6 +518,8 @@ def main() -> None:
     print(f"machine: {report['machine']['nproc']} cores, {report['machine']['cpu_model']}, "
           f"python {report['machine']['python']}, node {report['machine']['node']}")
     print(f"uptime: {report['machine']['uptime']}")
+    print(f"code: {report['machine']['git_head']}" + (f" + uncommitted {report['machine']['app_uncommitted']}"
+                                                      if report['machine']['app_uncommitted'] else ""))
 
     tmp = Path(tempfile.mkdtemp(prefix="bannerfall-bench-"))
     pg: Postgres | None = None
@@ -514,25 +557,29 @@ def main() -> None:
         phases: dict[str, Any] = {}
         if args.warmup:
             run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.warmup})
-        phases["closed"] = run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.seconds})
+        phases["closed"] = run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.seconds},
+                                     args.wait_quiet)
         show("max throughput", phases["closed"])
         if args.open_seconds:
             rate = args.open_rate or args.open_fraction * phases["closed"]["acks_per_s"]
             phases["open"] = run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
-                                                      "rate": rate})
+                                                      "rate": rate}, args.wait_quiet)
             show(f"open loop at {rate:.0f}/s", phases["open"])
         if args.profile:
             out = args.profile_out or tmp / "server.speedscope.json"
             spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
                                     "-r", "100", "--nonblocking", "-f", "speedscope", "-o", str(out)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            phases["profiled"] = run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.profile + 2})
+            pcmd: dict[str, Any] = {"cmd": "run", "mode": args.profile_phase, "seconds": args.profile + 2}
+            if args.profile_phase == "open":
+                pcmd["rate"] = args.open_rate or args.open_fraction * phases["closed"]["acks_per_s"]
+            phases["profiled"] = run_phase(server, gens, pcmd)
             spy.wait(60)
-            show("under py-spy (closed loop)", phases["profiled"])
+            show(f"under py-spy ({args.profile_phase} loop)", phases["profiled"])
             if out.exists():
                 prof = summarize_speedscope(out)
                 report["profile"] = {"file": str(out), **prof}
-                print(f"\nprofile {out}; threads (samples): {prof['threads']}")
+                print(f"\nprofile {out}; % of samples by thread: {prof['threads']}")
                 print(f"top frames by cumulative % of the event-loop thread ({prof['main_thread']}):")
                 for name, pct in prof["cumulative"]:
                     print(f"  {pct:5.1f}%  {name}")
