@@ -220,8 +220,6 @@ class RedisPubSub:
     client used for PUBLISH (made from ``redis_url`` and closed by :meth:`close` if not given).
     """
 
-    READ_TIMEOUT = 1.0
-
     def __init__(self, redis_url: str, prefix: str = "bannerfall:", *, client: Redis | None = None,
                  queue_size: int = DEFAULT_QUEUE_SIZE, subscribe_timeout: float = 5.0,
                  keepalive_seconds: float = 15.0) -> None:
@@ -343,8 +341,10 @@ class RedisPubSub:
     async def _connect(self) -> None:
         if self._pool is None:
             # no transparent reconnects: a drop must surface here so subscribers learn of the gap
+            # socket_timeout bounds the handshake on a silent network; message reads pass their own
             self._pool = ConnectionPool.from_url(self.redis_url, retry=Retry(NoBackoff(), 0),
-                                                 socket_connect_timeout=2.0)
+                                                 socket_connect_timeout=2.0, socket_timeout=5.0,
+                                                 socket_keepalive=True)
         ps = Redis(connection_pool=self._pool).pubsub()
         try:
             await ps.connect()
@@ -409,8 +409,9 @@ class RedisPubSub:
     async def _read(self, ps) -> None:
         last_seen = time.monotonic()
         ping_sent: float | None = None
+        read_timeout = min(1.0, self.keepalive_seconds / 3)
         while not self._closed:
-            message = await ps.get_message(timeout=self.READ_TIMEOUT)
+            message = await ps.get_message(timeout=read_timeout)
             if cancel_requested():
                 raise asyncio.CancelledError
             now = time.monotonic()

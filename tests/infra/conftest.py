@@ -62,6 +62,8 @@ class TcpProxy:
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
         self.refusing = False
+        #: relay nothing (a silent network partition): connections stay open, bytes are dropped
+        self.frozen = False
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
         self._conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
@@ -90,6 +92,8 @@ class TcpProxy:
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             try:
                 while data := await src.read(65536):
+                    if self.frozen:
+                        continue
                     dst.write(data)
                     await dst.drain()
             except (OSError, asyncio.CancelledError):

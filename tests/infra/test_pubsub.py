@@ -198,3 +198,22 @@ async def test_subscribing_while_redis_is_down_waits_then_fails(make_pubsub, pro
     async with pubsub.subscribe("ch") as subscription:
         await pubsub.publish("ch", "ok")
         assert await drain(subscription, 1) == [b"ok"]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_an_idle_connection_stays_up_and_a_silent_one_is_replaced(make_pubsub, proxy):
+    listener = await make_pubsub(url=proxy.url, keepalive_seconds=0.3)
+    publisher = await make_pubsub()
+    async with listener.subscribe("ch") as subscription:
+        await asyncio.sleep(1.0)  # idle: PINGs are answered, nothing reconnects
+        assert listener.connections == 1
+        proxy.frozen = True  # the network goes silent without closing anything
+        assert await wait_until(lambda: not listener.connected, timeout=3)
+        proxy.frozen = False
+        proxy.cut()  # drop the frozen relay connections so the old ones do not linger
+        with pytest.raises(MessagesLost):
+            await asyncio.wait_for(subscription.get(), 5)
+        await publisher.publish("ch", "after")
+        assert await drain(subscription, 1) == [b"after"]
+        assert listener.connections == 2
