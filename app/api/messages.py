@@ -1,0 +1,132 @@
+"""The match socket's messages as pydantic models: the JSON Schemas in ``docs/schemas/`` are
+generated from these (``python -m app.api.messages``) and tests validate real traffic against them.
+The server builds its messages directly (orjson on plain dicts) for speed; these models describe them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- client -> server -------------------------------------------------------------------------
+class Hello(_Msg):
+    """First message on a socket."""
+    type: Literal["hello"]
+    token: str = Field(description="the bearer token from POST /api/v1/players")
+    as_: Literal["spectator", "admin"] | None = Field(None, alias="as")
+    since_version: int | None = Field(None, ge=0, description="send the events missed since this version")
+
+
+class Act(_Msg):
+    """An action for your seat; answered by exactly one ack or error with the same seq."""
+    type: Literal["act"]
+    seq: int = Field(ge=0, description="your own increasing number; a repeat is answered, never re-applied")
+    action: dict[str, Any] = Field(description="the game action: {'type': ..., ...} (see docs/games/)")
+    version: int | None = Field(None, ge=0, description="the state.version you decided on")
+
+
+class Resume(_Msg):
+    type: Literal["resume"]
+    since_version: int = Field(ge=0)
+
+
+class Ping(_Msg):
+    type: Literal["ping"]
+    t: Any = None
+
+
+# -- server -> client -------------------------------------------------------------------------
+class PromptInfo(_Msg):
+    seat: int
+    kind: str
+    phase_id: int
+    simultaneous: bool
+    submitted: bool
+    deadline_at: float | None = Field(description="epoch seconds")
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    v: int = Field(description="the version this event belongs to")
+    type: str
+
+
+class State(_Msg):
+    """Your whole view of the match, after every change, with the events since the last one."""
+    type: Literal["state"]
+    match_id: str
+    game: str
+    version: int
+    status: Literal["running", "finished", "aborted"]
+    seat: int | None
+    viewer: Literal["seat", "spectator", "admin"]
+    prompts: list[PromptInfo]
+    view: dict[str, Any]
+    events: list[Event]
+    events_complete: Literal[False] | None = None
+
+
+class Ack(_Msg):
+    type: Literal["ack"]
+    seq: int
+    version: int
+
+
+class Error(_Msg):
+    type: Literal["error"]
+    code: str
+    message: str
+    seq: int | None = None
+    version: int | None = None
+
+
+class OutcomeInfo(_Msg):
+    ranks: dict[str, int]
+    scores: dict[str, float]
+    reason: str
+
+
+class Ended(_Msg):
+    type: Literal["ended"]
+    match_id: str
+    status: Literal["finished", "aborted"]
+    version: int
+    outcome: OutcomeInfo | None
+    seed: str = Field(description="hex; sha256(seed) == seed_hash")
+    seed_hash: str
+
+
+class Pong(_Msg):
+    type: Literal["pong"]
+    t: Any = None
+
+
+CLIENT = {"hello": Hello, "act": Act, "resume": Resume, "ping": Ping}
+SERVER = {"state": State, "ack": Ack, "error": Error, "ended": Ended, "pong": Pong}
+
+
+def validate_server_message(message: dict[str, Any]) -> BaseModel:
+    """Validate one server message against its schema (raises pydantic.ValidationError or KeyError)."""
+    return SERVER[message["type"]].model_validate(message)
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for direction, models in (("client", CLIENT), ("server", SERVER)):
+        for name, model in models.items():
+            path = folder / f"{direction}.{name}.json"
+            path.write_text(json.dumps(model.model_json_schema(by_alias=True), indent=2, sort_keys=True) + "\n")
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # python -m app.api.messages
+    for p in write_schemas(Path(__file__).resolve().parents[2] / "docs" / "schemas"):
+        print(p)
