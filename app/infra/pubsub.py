@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncContextManager, AsyncIterator, Protocol
 
 from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.client import PubSub as RedisPyPubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -189,6 +190,17 @@ class LocalPubSub:
         self._subs.clear()
 
 
+class _OneConnectionPubSub(RedisPyPubSub):
+    """redis-py's PubSub, minus its transparent reconnect: when a command on it fails, redis-py
+    reconnects the connection (even with retries off) and would quietly subscribe again, hiding the
+    gap. Here a reconnect only counts, and the reader then replaces the whole connection."""
+
+    reconnects = 0
+
+    async def on_connect(self, connection) -> None:  # called on re-connects only
+        self.reconnects += 1
+
+
 class _Channel:
     """A channel this node is subscribed to in Redis, with its local subscriptions."""
 
@@ -345,7 +357,7 @@ class RedisPubSub:
             self._pool = ConnectionPool.from_url(self.redis_url, retry=Retry(NoBackoff(), 0),
                                                  socket_connect_timeout=2.0, socket_timeout=5.0,
                                                  socket_keepalive=True)
-        ps = Redis(connection_pool=self._pool).pubsub()
+        ps = _OneConnectionPubSub(self._pool)
         try:
             await ps.connect()
             async with self._lock:
@@ -414,6 +426,8 @@ class RedisPubSub:
             message = await ps.get_message(timeout=read_timeout)
             if cancel_requested():
                 raise asyncio.CancelledError
+            if ps.reconnects:
+                raise ConnectionError("the subscriber connection was re-established underneath")
             now = time.monotonic()
             if message is None:
                 if ping_sent is not None and now - ping_sent > self.keepalive_seconds:
