@@ -192,11 +192,12 @@ class Postgres:
 
 
 class Server:
-    def __init__(self, database_url: str, core: int | None, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, database_url: str, core: int | None, env: dict[str, str], log_path: Path,
+                 cmd: list[str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.admin_token = secrets.token_urlsafe(24)
-        cmd = [sys.executable, "-m", "app.cli", "serve"]
+        cmd = cmd or [sys.executable, "-m", "app.cli", "serve"]
         if core is not None:
             cmd = ["taskset", "-c", str(core)] + cmd
         self.cmd = cmd

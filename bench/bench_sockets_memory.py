@@ -60,6 +60,73 @@ async def open_socket(url: str, match_id: str, token: str, deflate: bool, hello_
     return ws, task, first
 
 
+def traced_serve() -> None:
+    """``--_serve-traced``: run ``bannerfall serve``; the first SIGUSR1 starts tracemalloc (tracing
+    the start-up would take minutes), each SIGUSR1 writes a snapshot to ``$BENCH_SNAPSHOT_DIR/N.snap``
+    (N = 0, 1, ...): allocations made after the first one are traced."""
+    import signal
+    import tracemalloc
+
+    count = [0]
+
+    def dump(*_: Any) -> None:
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(int(os.environ.get("BENCH_TRACE_FRAMES", "12")))
+        snap = tracemalloc.take_snapshot()
+        snap.dump(os.path.join(os.environ["BENCH_SNAPSHOT_DIR"], f"{count[0]}.snap"))
+        count[0] += 1
+
+    signal.signal(signal.SIGUSR1, dump)
+    sys.argv = ["bannerfall", "serve"]
+    from app.cli import main as cli_main
+
+    cli_main()
+
+
+def snapshot(server: Server, directory: Path, index: int) -> Path:
+    import signal
+
+    os.kill(server.pid, signal.SIGUSR1)
+    path = directory / f"{index}.snap"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists():
+            size = path.stat().st_size
+            time.sleep(0.5)
+            if path.stat().st_size == size:
+                return path
+        time.sleep(0.2)
+    raise RuntimeError("no tracemalloc snapshot")
+
+
+def diff_snapshots(before: Path, after: Path, sockets: int, top: int = 25) -> list[str]:
+    """The allocation sites that grew most between two snapshots, per socket. Each site is named by
+    the innermost frames outside the standard library's asyncio internals."""
+    import tracemalloc
+
+    a = tracemalloc.Snapshot.load(str(before))
+    b = tracemalloc.Snapshot.load(str(after))
+    lines = []
+    total = sum(s.size_diff for s in b.compare_to(a, "filename"))
+    lines.append(f"traced Python allocations grew {total / 1024 / sockets:.1f} KB/socket; by the allocating file:")
+    for stat in b.compare_to(a, "filename")[:12]:
+        lines.append(f"{stat.size_diff / sockets:8.1f} B/socket  {stat.count_diff / sockets:5.1f} blocks  "
+                     f"{_short(stat.traceback[0].filename)}")
+    lines.append("by allocation site (innermost frames first):")
+    for stat in b.compare_to(a, "traceback")[:top]:
+        frames = list(stat.traceback)[::-1][:4]  # innermost first
+        where = " <- ".join(f"{_short(f.filename)}:{f.lineno}" for f in frames)
+        lines.append(f"{stat.size_diff / sockets:8.1f} B/socket  {stat.count_diff / sockets:5.1f} blocks  {where}")
+    return lines
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
 async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> dict[str, Any]:
     ws_url = server.url.replace("http://", "ws://")
     [spec] = await create_matches(server.url, 1, 4, {"turn_seconds": 3600, "max_rounds": 1000})
@@ -78,6 +145,8 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
     warm = [await spectate() for _ in range(args.warm)]
     await asyncio.sleep(2)
     rss0 = proc_rss_kb(server.pid)
+    if args.tracemalloc:
+        snap0 = await asyncio.to_thread(snapshot, server, args.snapshot_dir, 0)
     t = time.monotonic()
     socks = await asyncio.gather(*(spectate() for _ in range(args.sockets)))
     connect_s = time.monotonic() - t
@@ -87,6 +156,11 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
           f"= {(rss1 - rss0) / args.sockets:.1f} KB/socket")
     await asyncio.sleep(args.idle)
     rss2 = proc_rss_kb(server.pid)
+    traced: list[str] = []
+    if args.tracemalloc:
+        snap1 = await asyncio.to_thread(snapshot, server, args.snapshot_dir, 1)
+        traced = diff_snapshots(snap0, snap1, args.sockets)
+        print("  tracemalloc, connected + idle vs before:\n    " + "\n    ".join(traced))
     print(f"  after {args.idle:.0f} s idle: RSS {rss2 / 1024:.1f} MB = {(rss2 - rss0) / args.sockets:.1f} KB/socket")
     # broadcasts: the seat on turn plays set_dealing / end_turn; every socket gets a state each time
     before = counts["messages"]
@@ -119,7 +193,8 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
             "rss_kb": {"before": rss0, "connected": rss1, "idle": rss2, "after_broadcasts": rss3, "closed": rss4},
             "kb_per_socket": {"connected": (rss1 - rss0) / args.sockets, "idle": (rss2 - rss0) / args.sockets,
                               "after_broadcasts": (rss3 - rss0) / args.sockets},
-            "idle_s": args.idle, "broadcasts": args.broadcasts, "states_received": received}
+            "idle_s": args.idle, "broadcasts": args.broadcasts, "states_received": received,
+            "tracemalloc": traced}
 
 
 def main() -> None:
@@ -135,7 +210,14 @@ def main() -> None:
     ap.add_argument("--server-core", type=int, default=0)
     ap.add_argument("--client-core", type=int, default=1)
     ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--tracemalloc", action="store_true",
+                    help="run the server under tracemalloc (slower; RSS includes tracemalloc's own overhead) "
+                         "and list the allocation sites that grew per socket")
+    ap.add_argument("--_serve-traced", dest="serve_traced", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve_traced:
+        traced_serve()
+        return
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = args.sockets * 2 + 1000
@@ -151,7 +233,13 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="bannerfall-mem-"))
         pg = Postgres(args.database_url) if args.database_url else None
         db_url = pg.create() if pg else f"sqlite+aiosqlite:///{tmp / 'mem.db'}"
-        server = Server(db_url, args.server_core, {}, tmp / "server.log").start()
+        cmd = None
+        env: dict[str, str] = {}
+        if args.tracemalloc:
+            args.snapshot_dir = tmp
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--_serve-traced"]
+            env["BENCH_SNAPSHOT_DIR"] = str(tmp)
+        server = Server(db_url, args.server_core, env, tmp / "server.log", cmd=cmd).start()
         try:
             print(f"permessage-deflate {'offered' if deflate else 'not offered'}; server pid {server.pid}")
             report["runs"].append(asyncio.run(measure(server, args, deflate)))
