@@ -144,6 +144,7 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
     st.pool_stack = {}
     st.result = None
     st.targets = {}
+    st.view_memo = {}
     events: list[Event] = []
     _start_round(st, events)
     _run(st, events)
@@ -355,10 +356,13 @@ def _land_list(value: Any, state: State, field: str) -> tuple[int, ...]:
     """A list of distinct land ids, ascending; IllegalAction otherwise."""
     if not isinstance(value, list) or len(value) > MAX_ITEMS:
         raise IllegalAction("malformed_action", f"'{field}' must be a list of land ids")
+    if not value:
+        return ()
+    size = state.board.size
     for land in value:
         if type(land) is not int:
             raise IllegalAction("malformed_action", f"'{field}' must hold integer land ids")
-        if not 0 <= land < state.board.size:
+        if not 0 <= land < size:
             raise IllegalAction("unknown_land", f"there is no land {land}")
     if len(set(value)) != len(value):
         raise IllegalAction("duplicate_land", f"a land appears twice in '{field}'")
@@ -377,7 +381,10 @@ def _validate_orders(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("not_adjacent", f"land {land} is not adjacent to a land you control")
     if len(lands) > MAX_BATTLES:
         raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
-    if sum(activation_cost(state, seat, land) for land in lands) > state.mana[seat]:
+    cost = 0
+    for land in lands:
+        cost += activation_cost(state, seat, land)
+    if cost > state.mana[seat]:
         raise IllegalAction("not_enough_mana", "not enough mana for these activations")
     return lands
 
@@ -391,9 +398,12 @@ def _validate_defend(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("not_your_land", f"land {land} is not yours")
         if land not in state.attacks:
             raise IllegalAction("not_attacked", f"land {land} is not attacked")
-    if len(lands) + attacks_of(state, seat) > MAX_BATTLES:
+    if lands and len(lands) + attacks_of(state, seat) > MAX_BATTLES:
         raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
-    if sum(defence_cost(state, seat, land) for land in lands) > state.mana[seat]:
+    cost = 0
+    for land in lands:
+        cost += defence_cost(state, seat, land)
+    if cost > state.mana[seat]:
         raise IllegalAction("not_enough_mana", "not enough mana for these defences")
     return lands
 
@@ -404,9 +414,10 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
     ``unknown_land``, ``not_in_battle``, ``missing_hand``, ``bad_hand``, ``card_not_in_pool``,
     ``card_reused``."""
     hands = action.get("hands")
-    if not isinstance(hands, Mapping) or len(hands) > MAX_ITEMS:
+    if (type(hands) is not dict and not isinstance(hands, Mapping)) or len(hands) > MAX_ITEMS:
         raise IllegalAction("malformed_action", "'hands' must be an object of land id -> 2 card ids")
-    lands = seat_battle_lands(state, seat)
+    lands = state.battle_lands.get(seat, ())
+    size = state.board.size
     pool = {dealt[1]: dealt for dealt in state.pools[seat]}
     chosen: dict[int, tuple[Dealt, ...]] = {}
     used: set[str] = set()
@@ -417,7 +428,7 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             land = int(key)
         else:
             raise IllegalAction("malformed_action", "'hands' keys must be land ids")
-        if not 0 <= land < state.board.size:
+        if not 0 <= land < size:
             raise IllegalAction("unknown_land", f"there is no land {land}")
         if land not in lands:
             raise IllegalAction("not_in_battle", f"you have no battle on land {land}")
@@ -847,12 +858,9 @@ def outcome(state: State) -> Outcome | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Small wire helpers for events
+# Small wire helpers for events (a dealt card on the wire is ``{"id": token, "card": _NAMES[card]}``,
+# written out where it is built: it is on the hot path)
 # --------------------------------------------------------------------------------------------
-
-def _card(dealt: Dealt) -> dict[str, str]:
-    return {"id": dealt[1], "card": poker.card_name(dealt[0])}
-
 
 def _who(seat: int) -> int | str:
     """A seat, or ``"neutral"``."""

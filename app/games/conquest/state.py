@@ -179,12 +179,17 @@ class State:
     - ``result``: ``(ranks, scores, reason)`` once the match is over.
     - ``targets``: seat -> lands it may activate this round (computed when the round starts, from
       the ownership at that moment, 2.1).
+    - ``view_memo``: not part of the match — parts of views already built for this position
+      (:mod:`app.games.conquest.view`), filled lazily by ``view``. Their inputs are every field but
+      ``submissions``, so :meth:`clone_submission` shares the memo and :meth:`clone` starts an
+      empty one.
     """
 
     __slots__ = (
         "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
         "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
         "passed", "battles", "battle_lands", "pools", "pool_stack", "result", "targets",
+        "view_memo",
     )
 
     seats: int
@@ -211,6 +216,7 @@ class State:
     pool_stack: dict[int, tuple[int, ...]]
     result: tuple[dict[int, int], dict[int, float], str] | None
     targets: dict[int, tuple[int, ...]]
+    view_memo: dict[Any, Any]
 
     def clone_submission(self) -> "State":
         """A copy that may change only ``submissions`` (everything else is shared with ``self``)."""
@@ -239,6 +245,7 @@ class State:
         new.pool_stack = self.pool_stack
         new.result = self.result
         new.targets = self.targets
+        new.view_memo = self.view_memo
         return new
 
     def clone(self) -> "State":
@@ -271,6 +278,7 @@ class State:
         new.pool_stack = dict(self.pool_stack)
         new.result = self.result
         new.targets = self.targets
+        new.view_memo = {}
         return new
 
     def deal(self, card: int) -> Dealt:

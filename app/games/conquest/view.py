@@ -6,6 +6,13 @@ viewer must not see right now. Both rest on the same three questions — :func:`
 
 Cards on the wire: ``{"id": token, "card": "Ac"}`` when visible; ``{"hidden": true}`` (no id) when
 not; in the admin view every card is shown and those hidden from spectators carry ``"hidden": true``.
+
+A view is a read-only picture: the parts that depend only on the position (the lands, attacks,
+defences, passes and each viewer's battles) are built once per position, kept in
+``state.view_memo`` and shared by the views of every viewer and of the states that differ only in
+``submissions`` (see :class:`~app.games.conquest.state.State`). The top-level dict, ``seats``,
+``you``, ``outcome`` and the admin's ``pools`` and ``submissions`` are new on every call. Callers
+serialise views; they must not change them.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR
 from app.games.conquest import poker
+from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.rules import (
     attackable,
     attacks_of,
@@ -35,12 +43,11 @@ from app.games.conquest.state import (
     State,
 )
 
-_FACE_DOWN = {"hidden": True}
-
-
 def flop_visible(state: State, land: int, viewer: int) -> bool:
     """Is the *current* flop of ``land``'s table open to ``viewer``? Only while a battle is being
-    fought on it (3.1, 4.1, 4.3). Section 5's reveals (scout, loyalty, …) will extend this."""
+    fought on it (3.1, 4.1, 4.3). Section 5's reveals (scout, loyalty, …) will extend this; the
+    lands part of the view is built once for all players and spectators (``view_memo``), so a
+    reveal to one seat must also key that memo by viewer."""
     battle = state.battles.get(land)
     return battle is not None and battle.stage != STAGE_ASSIGN and battle.stage != STAGE_DONE
 
@@ -70,20 +77,13 @@ def hidden_tokens(state: State, viewer: int) -> set[str]:
 
 def _card(dealt: Dealt, visible: bool, admin: bool) -> dict[str, Any]:
     if visible:
-        return {"id": dealt[1], "card": poker.card_name(dealt[0])}
+        return {"id": dealt[1], "card": _NAMES[dealt[0]]}
     if admin:
-        shown = {"card": poker.card_name(dealt[0]), "hidden": True}
+        shown = {"card": _NAMES[dealt[0]], "hidden": True}
         if dealt[1]:
             shown["id"] = dealt[1]
         return shown
-    return dict(_FACE_DOWN)
-
-
-def _face_down_flop(flop: tuple[int, ...], admin: bool) -> list[dict[str, Any]]:
-    """An unopened flop: nothing but its place for players and spectators, its faces for the admin."""
-    if admin:
-        return [{"card": poker.card_name(card), "hidden": True} for card in flop]
-    return [{"hidden": True}, {"hidden": True}, {"hidden": True}]
+    return {"hidden": True}
 
 
 def _who(seat: int) -> int | str:
@@ -91,40 +91,43 @@ def _who(seat: int) -> int | str:
 
 
 def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict[str, Any]:
-    started = battle.stage != STAGE_ASSIGN
     participants = []
+    hands = battle.hands
+    finalists = battle.finalists
+    defender = battle.defender
     for seat in battle.seats:
-        hand = battle.hands.get(seat)
+        hand = hands.get(seat)
         if hand is None:
             shown = None
-        elif admin:
-            seen = hand_visible(battle, seat, SPECTATOR)
-            shown = [_card(d, seen, True) for d in hand]
+        elif admin:  # every card, those hidden from spectators marked so (4.2)
+            if hand_visible(battle, seat, SPECTATOR):
+                shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
+            else:
+                shown = [_card(dealt, False, True) for dealt in hand]
         elif hand_visible(battle, seat, viewer):
-            shown = [_card(d, True, False) for d in hand]
+            shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
         else:
-            shown = [dict(_FACE_DOWN), dict(_FACE_DOWN)]
-        entry = {
-            "seat": _who(seat),
-            "role": "neutral" if seat == NEUTRAL else ("defender" if seat == battle.defender else "attacker"),
-            "status": battle.status[seat],
-            "hand": shown,
-        }
-        if seat != NEUTRAL:
-            entry["paid"] = battle.paid[seat]
-            entry["refunded"] = battle.refunded[seat]
-        if seat in battle.finalists:
+            shown = [{"hidden": True}, {"hidden": True}]
+        if seat == NEUTRAL:
+            entry = {"seat": "neutral", "role": "neutral", "status": battle.status[seat], "hand": shown}
+        else:
+            entry = {"seat": seat, "role": "defender" if seat == defender else "attacker",
+                     "status": battle.status[seat], "hand": shown,
+                     "paid": battle.paid[seat], "refunded": battle.refunded[seat]}
+        if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
         participants.append(entry)
+    stage = battle.stage
+    turn, river = battle.turn, battle.river
     return {
         "land": battle.land,
         "holder": _who(battle.holder),
-        "stage": battle.stage,
-        "flop": [_card(d, True, admin) for d in battle.flop] if started else None,
-        "turn": None if battle.turn is None else _card(battle.turn, True, admin),
-        "river": None if battle.river is None else _card(battle.river, True, admin),
+        "stage": stage,
+        "flop": None if stage == STAGE_ASSIGN else [{"id": token, "card": _NAMES[card]} for card, token in battle.flop],
+        "turn": None if turn is None else {"id": turn[1], "card": _NAMES[turn[0]]},
+        "river": None if river is None else {"id": river[1], "card": _NAMES[river[0]]},
         "participants": participants,
-        "winner": None if battle.stage != STAGE_DONE else _who(battle.winner),
+        "winner": None if stage != STAGE_DONE else _who(battle.winner),
         "result": battle.result,
     }
 
@@ -143,51 +146,105 @@ def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
     return {"type": "decide", "folds": list(sub)}
 
 
-def view(state: State, viewer: int) -> dict[str, Any]:
-    """The match as ``viewer`` may see it (shape in docs/games/conquest.md, "View")."""
-    admin = viewer == ADMIN
+def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
+    """The map part of the view: one entry per land with its owner and its table's flop (open while
+    its battle is fought, else face down: nothing but its place, 4.3; its faces for the admin)."""
+    viewer = ADMIN if admin else SPECTATOR
+    open_flops = {land: [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
+                  for land, battle in state.battles.items() if flop_visible(state, land, viewer)}
+    owners = state.owner
+    tables = state.tables
     board = state.board
+    neighbours = board.neighbours
+    lands = []
+    for land, (q, r) in enumerate(board.coords):
+        owner = owners[land]
+        flop = open_flops.get(land)
+        if flop is None:
+            if admin:
+                flop = [{"card": _NAMES[card], "hidden": True} for card in tables[land].flop]
+            else:
+                flop = [{"hidden": True}, {"hidden": True}, {"hidden": True}]
+        lands.append({
+            "id": land, "q": q, "r": r,
+            "owner": None if owner == NEUTRAL else owner,
+            "neighbours": list(neighbours[land]),
+            "flop": flop,
+        })
+    return lands
+
+
+def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
+    """The battles part of ``viewer``'s view, ascending land id (``battles`` is kept in that order).
+    A battle in which the viewer sees no more than a spectator is shared with the spectators' view."""
+    memo = state.view_memo
+    views = []
+    for land, battle in state.battles.items():
+        if not admin and all(hand_visible(battle, seat, viewer) == hand_visible(battle, seat, SPECTATOR)
+                             for seat in battle.hands):
+            key = ("battle", land)
+            shared = memo.get(key)
+            if shared is None:
+                shared = memo[key] = _battle_view(state, battle, SPECTATOR, False)
+            views.append(shared)
+        else:
+            views.append(_battle_view(state, battle, viewer, admin))
+    return views
+
+
+def view(state: State, viewer: int) -> dict[str, Any]:
+    """The match as ``viewer`` (a seat, SPECTATOR or ADMIN) may see it (shape in
+    docs/games/conquest.md, "View"). Read-only: parts are shared between views (module docstring)."""
+    admin = viewer == ADMIN
+    memo = state.view_memo
+    key = ("lands", admin)
+    lands = memo.get(key)
+    if lands is None:
+        lands = memo[key] = _lands(state, admin)
+    key = ("battles", viewer)
+    battles = memo.get(key)
+    if battles is None:
+        battles = memo[key] = _battles(state, viewer, admin)
+    public = memo.get("public")
+    if public is None:
+        public = memo["public"] = (
+            [{"land": land, "attackers": list(s)} for land, s in state.attacks.items()],
+            list(state.defences),
+            [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed],
+        )
     counts = [0] * state.seats
     for owner in state.owner:
         if owner != NEUTRAL:
             counts[owner] += 1
-    lands = []
-    battles = state.battles
-    for land, (q, r) in enumerate(board.coords):
-        owner = state.owner[land]
-        if land in battles and flop_visible(state, land, viewer):
-            flop = [_card(d, True, admin) for d in battles[land].flop]
-        else:
-            flop = _face_down_flop(state.tables[land].flop, admin)
-        lands.append({
-            "id": land, "q": q, "r": r,
-            "owner": None if owner == NEUTRAL else owner,
-            "neighbours": list(board.neighbours[land]),
-            "flop": flop,
-        })
+    mana = state.mana
+    out_round = state.out_round
+    starts = state.board.starts
+    required = state.required
+    submissions = state.submissions
     seats = [{
         "seat": seat,
-        "mana": state.mana[seat],
+        "mana": mana[seat],
         "tables": counts[seat],
-        "eliminated": state.out_round[seat] != 0,
-        "start_land": board.starts[seat],
-        "must_act": seat in state.required,
-        "submitted": seat in state.submissions,
+        "eliminated": out_round[seat] != 0,
+        "start_land": starts[seat],
+        "must_act": seat in required,
+        "submitted": seat in submissions,
     } for seat in range(state.seats)]
+    options = state.options
     out: dict[str, Any] = {
         "game": "conquest",
         "viewer": viewer,
         "round": state.round,
-        "max_rounds": state.options.max_rounds,
-        "tables_to_win": state.options.tables_to_win,
+        "max_rounds": options.max_rounds,
+        "tables_to_win": options.tables_to_win,
         "phase": state.phase,
         "phase_id": state.phase_id,
         "seats": seats,
         "lands": lands,
-        "attacks": [{"land": land, "attackers": list(s)} for land, s in state.attacks.items()],
-        "defences": list(state.defences),
-        "passed": [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed],
-        "battles": [_battle_view(state, state.battles[land], viewer, admin) for land in sorted(state.battles)],
+        "attacks": public[0],
+        "defences": public[1],
+        "passed": public[2],
+        "battles": battles,
         "outcome": None,
     }
     if state.result is not None:
@@ -205,12 +262,13 @@ def view(state: State, viewer: int) -> dict[str, Any]:
 def _you(state: State, seat: int) -> dict[str, Any]:
     """The viewer's own private part and what they may choose now."""
     phase = state.phase
+    pool = state.pools.get(seat)
     you: dict[str, Any] = {
         "seat": seat,
         "mana": state.mana[seat],
         "max_battles": MAX_BATTLES,
-        "submission": _submission_wire(state, seat),
-        "pool": [_card(d, True, False) for d in state.pools.get(seat, ())],
+        "submission": _submission_wire(state, seat) if seat in state.submissions else None,
+        "pool": [{"id": token, "card": _NAMES[card]} for card, token in pool] if pool else [],
         "attackable": [],
         "defendable": [],
         # this round's battles exist from the assign phase on (before, ``battles`` are last round's)

@@ -78,9 +78,12 @@ def decide(folds: dict[int, list[int]]) -> dict[int, dict]:
 
 
 def snapshot(value: Any) -> Any:
-    """A deep, comparable picture of a state (slots objects, containers, the rng's position)."""
+    """A deep, comparable picture of a state (slots objects, containers, the rng's position; not the
+    view memo)."""
     if isinstance(value, (State, Battle, Table)):
-        return (type(value).__name__, tuple((name, snapshot(getattr(value, name))) for name in type(value).__slots__))
+        # ``view_memo`` is a cache of built views, not part of the match
+        return (type(value).__name__, tuple((name, snapshot(getattr(value, name))) for name in type(value).__slots__
+                                            if name != "view_memo"))
     if isinstance(value, CardTokens):
         return ("CardTokens", value._key)
     if isinstance(value, Rng):
