@@ -61,6 +61,8 @@ class MatchRunner:
         self.state = state
         self.version = version
         self.durable_version = version
+        #: the state, prompts and status as of ``durable_version``: what viewers are shown
+        self.durable_state = state
         self.status = status
         self.log_writer = log_writer
         self._schedule = schedule
@@ -80,6 +82,8 @@ class MatchRunner:
             for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
                 cache[cseq] = {"type": "ack", "seq": cseq, "version": ver}
         self.outcome: Outcome | None = game.outcome(state) if status == "running" else None
+        self.durable_prompts: list[dict[str, Any]] = self.public_prompts()
+        self.durable_status = status
         self.failed = False
         self._pending_phase: dict[int, int] = {}
 
@@ -125,16 +129,18 @@ class MatchRunner:
     def state_message(self, viewer: int, events: list[dict[str, Any]], *, events_complete: bool = True,
                       state: Any = None, version: int | None = None,
                       prompts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        state = self.state if state is None else state
+        """A ``state`` message; by default as of the last durable version (never a state whose
+        action is still being committed)."""
+        state = self.durable_state if state is None else state
         msg = {
             "type": "state",
             "match_id": self.match_id,
             "game": self.game.id,
             "version": self.durable_version if version is None else version,
-            "status": self.status,
+            "status": self.durable_status,
             "seat": viewer if viewer >= 0 else None,
             "viewer": "seat" if viewer >= 0 else ("admin" if viewer == ADMIN else "spectator"),
-            "prompts": self.public_prompts() if prompts is None else prompts,
+            "prompts": self.durable_prompts if prompts is None else prompts,
             "view": self.game.view(state, viewer),
             "events": events,
         }
@@ -275,6 +281,9 @@ class MatchRunner:
                 self._storage_failed(exc)
                 return
             self.durable_version = version
+            self.durable_state = new_state
+            self.durable_prompts = prompts_wire
+            self.durable_status = status
             if client_seq is not None:
                 reply = {"type": "ack", "seq": client_seq, "version": version}
                 cache = self._recent.get(seat)
@@ -342,6 +351,8 @@ class MatchRunner:
                 self._storage_failed(exc)
                 return
             self.durable_version = version
+            self.durable_status = "aborted"
+            self.durable_prompts = []
             self._finish()
 
         self.log_writer.submit(row, update, on_durable)

@@ -78,6 +78,7 @@ async def test_client_that_stops_reading_is_dropped_others_keep_pace(tight_serve
         while acks < dropped_at_acks + 3 and time.monotonic() - started < 150 and not player.done():
             await asyncio.sleep(0.1)
         player.cancel()
+        await asyncio.gather(player, return_exceptions=True)
         assert _sockets_gauge(url) == 6, "the slow client was not disconnected"
         assert acks >= dropped_at_acks + 3  # the player kept its pace after the drop
         # the server closed it for a full queue (4008); the close frame itself may not get through a

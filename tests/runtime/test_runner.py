@@ -208,3 +208,19 @@ def test_resume_sends_missed_events_and_state():
     st = late.messages[-1]
     assert st["type"] == "state" and st["version"] == 1
     assert st["events"] and {e["v"] for e in st["events"]} == {1}
+
+
+def test_a_viewer_attaching_mid_commit_sees_the_durable_state_only():
+    runner, writer, _, _ = make_runner(provinces, 2)
+    seat = _turn_seat(runner)
+    actor = FakePeer(seat)
+    runner.attach(actor)
+    durable_view = provinces.view(runner.state, SPECTATOR)
+    runner.act(actor, 1, {"type": "end_turn"})  # applied, not yet committed
+    late = FakePeer(SPECTATOR)
+    runner.attach(late)
+    first = late.messages[0]
+    assert first["version"] == 0 and first["view"] == durable_view
+    assert first["prompts"][0]["seat"] == seat  # the prompts of version 0, too
+    writer.commit()
+    assert late.messages[-1]["version"] == 1 and late.messages[-1]["view"] != durable_view
