@@ -60,12 +60,40 @@ def make_db_url(kind: str, tmp_path: Path) -> tuple[str, PostgresDatabase | None
     return db.create(), db
 
 
-@pytest.fixture(params=["sqlite", "postgres"], scope="module")
-def db_url(request, tmp_path_factory):
-    url, pg = make_db_url(request.param, tmp_path_factory.mktemp("db"))
-    yield url
+class Backend:
+    """Where a test server keeps its data: ``url`` (the database) and ``env`` (Redis, when used)."""
+
+    def __init__(self, kind: str, url: str, env: dict[str, str]) -> None:
+        self.kind, self.url, self.env = kind, url, env
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres+redis"], scope="module")
+def backend(request, tmp_path_factory):
+    """Embedded (SQLite, in-process timers), Postgres alone, and production mode (Postgres + Redis
+    deadlines, pub/sub and leases, with a key prefix of its own)."""
+    kind = request.param
+    url, pg = make_db_url("sqlite" if kind == "sqlite" else "postgres", tmp_path_factory.mktemp("db"))
+    env: dict[str, str] = {}
+    prefix = None
+    if kind == "postgres+redis":
+        prefix = f"bftest:{uuid.uuid4().hex[:8]}:"
+        env = {"BANNERFALL_REDIS_URL": REDIS_URL, "BANNERFALL_REDIS_PREFIX": prefix}
+    yield Backend(kind, url, env)
     if pg:
         pg.drop()
+    if prefix:
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(match=prefix + "*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def db_url(backend):
+    return backend.url
 
 
 class ServerProcess:
@@ -83,7 +111,7 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> "ServerProcess":
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
-               "PYTHONUNBUFFERED": "1", **self.extra_env}
+               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}", **self.extra_env}
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,
                                      stdout=self._log, stderr=subprocess.STDOUT)
@@ -120,7 +148,7 @@ class ServerProcess:
 
 
 @pytest.fixture(scope="module")
-def server(db_url):
-    srv = ServerProcess(db_url).start()
+def server(backend):
+    srv = ServerProcess(backend.url, env=backend.env).start()
     yield srv
     srv.stop()

@@ -40,8 +40,8 @@ async def _play_some(url, table, actions: int) -> int:
     return last
 
 
-async def test_kill9_mid_match_resumes_identically_and_deadline_holds(db_url, tmp_path):
-    srv = ServerProcess(db_url).start()
+async def test_kill9_mid_match_resumes_identically_and_deadline_holds(backend):
+    srv = ServerProcess(backend.url, env=backend.env).start()
     admin = RestClient(srv.url, srv.admin_token)
     table = await start_match(srv.url, "provinces", 2, options={"turn_seconds": 10})
     try:
@@ -76,8 +76,8 @@ async def test_kill9_mid_match_resumes_identically_and_deadline_holds(db_url, tm
         srv.stop()
 
 
-async def test_acked_action_survives_immediate_kill(db_url):
-    srv = ServerProcess(db_url).start()
+async def test_acked_action_survives_immediate_kill(backend):
+    srv = ServerProcess(backend.url, env=backend.env).start()
     admin = RestClient(srv.url, srv.admin_token)
     table = await start_match(srv.url, "provinces", 2, options={"turn_seconds": 600})
     try:
@@ -97,10 +97,10 @@ async def test_acked_action_survives_immediate_kill(db_url):
         srv.stop()
 
 
-async def test_kill9_in_simultaneous_phase_keeps_submissions_and_deadline(db_url):
+async def test_kill9_in_simultaneous_phase_keeps_submissions_and_deadline(backend):
     """Conquest orders phase: one seat submitted, the node dies, the phase's deadline still fires
     exactly once after the restart and the submission made before the crash is kept."""
-    srv = ServerProcess(db_url).start()
+    srv = ServerProcess(backend.url, env=backend.env).start()
     admin = RestClient(srv.url, srv.admin_token)
     table = await start_match(srv.url, "conquest", 2, options={"phase_seconds": 12})
     try:
