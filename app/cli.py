@@ -39,7 +39,8 @@ def serve(host: Optional[str] = typer.Option(None, help="bind address (default 1
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                ws="websockets-sansio", ws_max_size=1 << 20, timeout_keep_alive=75, ws_ping_interval=settings.heartbeat_seconds,
+                ws="websockets-sansio", ws_max_size=1 << 20, timeout_keep_alive=75,
+                ws_per_message_deflate=settings.ws_compression, ws_ping_interval=settings.heartbeat_seconds,
                 ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False)
 
 

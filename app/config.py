@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     send_queue_size: int = Field(512, ge=8)
     #: Seconds between server pings; a socket silent for 3 intervals is dropped.
     heartbeat_seconds: float = Field(20.0, gt=0)
+    #: Offer permessage-deflate on match sockets: less bandwidth, much more CPU per message.
+    ws_compression: bool = False
     #: Seconds a new socket has to send ``hello``.
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).

@@ -26,8 +26,8 @@ from tests.conftest import ServerProcess
 TOKEN_RE = re.compile(r"^[a-z2-7]{12}$")
 
 LEAK_CONFIG: dict[str, dict[str, Any]] = {
-    "provinces": {"seats": (2, 3, 4, 5, 6), "options": {"max_rounds": 4}},
-    "conquest": {"seats": (2, 3, 4), "options": {"max_rounds": 3}},
+    "provinces": {"seats": (2, 3, 4, 5, 6), "options": {"max_rounds": 2}},
+    "conquest": {"seats": (2, 3, 4), "options": {"max_rounds": 2}},
     "warrior": {"seats": (2, 3, 4), "options": {}},
 }
 MATCHES_PER_GAME = int(__import__("os").environ.get("BANNERFALL_LEAK_MATCHES", "200"))
@@ -132,6 +132,7 @@ def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]]) -> l
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("game_id", list(LEAK_CONFIG))
 async def test_no_hidden_card_reaches_any_socket(game_id, tmp_path):
     if game_id not in registry():
