@@ -20,7 +20,11 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 CHROMIUM = os.environ.get("BANNERFALL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# The committed screenshots (docs/screenshots/) are refreshed only when asked:
+# BANNERFALL_UPDATE_SCREENSHOTS=1 pytest tests/browser. Otherwise the tests write to tests/artifacts/.
+SCREENSHOTS = (Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+               if os.environ.get("BANNERFALL_UPDATE_SCREENSHOTS") else
+               Path(__file__).resolve().parents[1] / "artifacts" / "screenshots")
 VIEWPORT = {"width": 1400, "height": 900}
 
 
