@@ -63,7 +63,7 @@ class MatchManager:
     async def locate(self, match_id: str) -> tuple[MatchRunner | None, str | None]:
         """Where a match runs: ``(runner, None)`` if on this node (taking it over when its lease is
         free), ``(None, owner_node)`` if another node runs it, ``(None, None)`` if no such match."""
-        runner = self.runners.get(match_id) or self._finished.get(match_id)
+        runner = self._cached(match_id)
         if runner is not None:
             return runner, None
         match = await self.repo.match(match_id)
@@ -79,12 +79,12 @@ class MatchManager:
         """The runner of ``match_id``: live ones from memory, others rebuilt from the log
         (running matches become live again with their deadlines re-armed). None if no such match,
         or if it is running and another node holds its lease (unless ``owned``: the caller holds it)."""
-        runner = self.runners.get(match_id) or self._finished.get(match_id)
+        runner = self._cached(match_id)
         if runner is not None:
             return runner
         lock = self._loading.setdefault(match_id, asyncio.Lock())
         async with lock:
-            runner = self.runners.get(match_id) or self._finished.get(match_id)
+            runner = self._cached(match_id)
             if runner is not None:
                 return runner
             match = await self.repo.match(match_id)
@@ -108,6 +108,9 @@ class MatchManager:
                 self._remember_finished(runner)
             return runner
 
+    def _cached(self, match_id: str) -> MatchRunner | None:
+        return self.runners.get(match_id) or self._finished.get(match_id)
+
     async def _rebuild(self, match: dict[str, Any]) -> MatchRunner:
         actions = await self.repo.actions(match["id"])
         result = replay(match, actions, keep_events=MatchRunner.HISTORY)
@@ -122,7 +125,7 @@ class MatchManager:
     async def snapshot(self, match_id: str) -> MatchRunner | None:
         """A match to read (admin): the live runner if here, else a read-only copy rebuilt from the
         durable log (a match running on another node is not taken over by reading it)."""
-        runner = self.runners.get(match_id) or self._finished.get(match_id)
+        runner = self._cached(match_id)
         if runner is not None:
             return runner
         match = await self.repo.match(match_id)
