@@ -24,12 +24,14 @@ class Board:
     """An immutable map, shared by every state of a match.
 
     - ``coords``: land -> ``(q, r)``; ``neighbours``: land -> adjacent lands, ascending;
+      ``neighbour_masks``: land -> the same as a bit set (bit ``n`` for land ``n``);
     - ``distance``: land -> land -> steps between them over shared sides;
     - ``starts``: seat -> its starting land.
     """
 
     coords: tuple[tuple[int, int], ...]
     neighbours: tuple[tuple[int, ...], ...]
+    neighbour_masks: tuple[int, ...]
     distance: tuple[tuple[int, ...], ...]
     starts: tuple[int, ...]
 
@@ -126,4 +128,5 @@ def generate_board(seats: int, rng: Rng) -> Board:
         distance = _distances(neighbours)
         starts = _choose_starts(seats, neighbours, distance, rng)
         if starts is not None:
-            return Board(tuple(coords), neighbours, distance, starts)
+            masks = tuple(sum(1 << other for other in near) for near in neighbours)
+            return Board(tuple(coords), neighbours, masks, distance, starts)

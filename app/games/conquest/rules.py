@@ -12,7 +12,7 @@ and, for reveals, :func:`app.games.conquest.view.flop_visible`.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NoReturn
 
 from pydantic import BaseModel
 
@@ -277,16 +277,25 @@ def attackable(state: State, seat: int) -> list[int]:
 
 def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
     """Living seat -> lands adjacent to one it controls now and not its own, ascending (2.1)."""
-    owner = state.owner
-    neighbours = state.board.neighbours
-    found: dict[int, set[int]] = {seat: set() for seat in range(state.seats) if state.out_round[seat] == 0}
-    for land, who in enumerate(owner):
-        near = found.get(who)
-        if near is not None:
-            for other in neighbours[land]:
-                if owner[other] != who:
-                    near.add(other)
-    return {seat: tuple(sorted(near)) for seat, near in found.items()}
+    masks = state.board.neighbour_masks
+    owned = [0] * state.seats  # bit sets of lands
+    near = [0] * state.seats
+    for land, who in enumerate(state.owner):
+        if who != NEUTRAL:
+            owned[who] |= 1 << land
+            near[who] |= masks[land]
+    targets = {}
+    out_round = state.out_round
+    for seat in range(state.seats):
+        if out_round[seat] == 0:
+            free = near[seat] & ~owned[seat]
+            lands = []
+            while free:
+                low = free & -free
+                lands.append(low.bit_length() - 1)
+                free ^= low
+            targets[seat] = tuple(lands)
+    return targets
 
 
 def attacks_of(state: State, seat: int) -> int:
@@ -327,16 +336,10 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     if type(kind) is not str:
         kind = action_type(action)
     phase = state.phase
-    if phase == OVER:
-        raise IllegalAction("match_over", "the match is over")
-    if kind not in ACTION_TYPES:
-        raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
-    if kind == "decide" and phase != TURN and phase != RIVER:
-        raise IllegalAction("fold_before_paid", "a fold is possible only once a stage is paid and its card is open (3.4)")
+    if kind != ACTION_OF_PHASE.get(phase):  # over, or not this phase's action
+        _reject(state, seat, kind)
     if type(seat) is not int or seat not in state.required:
         raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
-    if kind != ACTION_OF_PHASE[phase]:
-        raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {phase} phase")
     submission = _VALIDATORS[kind](state, seat, action)
     submissions = state.submissions
     events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id, "kind": KIND_OF_PHASE[phase]})]
@@ -350,6 +353,21 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     st.submissions[seat] = submission
     _run(st, events)
     return st, events
+
+
+def _reject(state: State, seat: Any, kind: str) -> NoReturn:
+    """Raise the IllegalAction for an action ``kind`` that is not the current phase's, checking in
+    this order: ``match_over``, ``unknown_action``, ``fold_before_paid``, ``no_prompt``, ``wrong_phase``."""
+    phase = state.phase
+    if phase == OVER:
+        raise IllegalAction("match_over", "the match is over")
+    if kind not in ACTION_TYPES:
+        raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
+    if kind == "decide" and phase != TURN and phase != RIVER:
+        raise IllegalAction("fold_before_paid", "a fold is possible only once a stage is paid and its card is open (3.4)")
+    if type(seat) is not int or seat not in state.required:
+        raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
+    raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {phase} phase")
 
 
 def _land_list(value: Any, state: State, field: str) -> tuple[int, ...]:
@@ -434,15 +452,17 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("not_in_battle", f"you have no battle on land {land}")
         if land in chosen:
             raise IllegalAction("duplicate_land", f"land {land} appears twice")
-        if not isinstance(cards, list) or len(cards) != 2 or not all(isinstance(c, str) for c in cards):
+        if not isinstance(cards, list) or len(cards) != 2 or not isinstance(cards[0], str) \
+                or not isinstance(cards[1], str):
             raise IllegalAction("bad_hand", "a hand is a list of exactly 2 card ids")
-        for token in cards:
+        first, second = cards
+        for token in (first, second):
             if token not in pool:
                 raise IllegalAction("card_not_in_pool", "that card is not in your pool")
             if token in used:
                 raise IllegalAction("card_reused", "a pool card can go to one hand only")
             used.add(token)
-        chosen[land] = (pool[cards[0]], pool[cards[1]])
+        chosen[land] = (pool[first], pool[second])
     for land in lands:
         if land not in chosen:
             raise IllegalAction("missing_hand", f"no hand for land {land}: no card may stay in the pool")
@@ -588,10 +608,9 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
         j = i + randbelow(left - i)
         rest[i], rest[j] = rest[j], rest[i]
     cards = (stacked + rest)[:size] if stacked else rest[:size]
-    token = st.tokens.token
     first = st.dealt
     st.dealt = first + len(cards)
-    return tuple([(card, token(first + i)) for i, card in enumerate(cards)])
+    return tuple(zip(cards, map(st.tokens.token, range(first, st.dealt))))
 
 
 def _resolve_assign(st: State, events: list[Event]) -> None:
@@ -614,9 +633,10 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
     tables = st.tables
     token = st.tokens.token
     for land, battle in battles.items():  # ascending land id
-        n = st.dealt
-        flop = battle.flop = tuple([(card, token(n + i)) for i, card in enumerate(tables[land].flop)])
-        st.dealt = n + len(flop)
+        cards = tables[land].flop
+        first = st.dealt
+        st.dealt = first + len(cards)
+        flop = battle.flop = tuple(zip(cards, map(token, range(first, st.dealt))))
         if battle.holder == NEUTRAL:
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
         started.append({"land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
@@ -649,39 +669,39 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
     settled (3.5), and the decision phase begins."""
     out_status = OUT_TURN if stage == STAGE_TURN else OUT_RIVER
     tables = []
-    open_battles = []
+    settle = []
+    required: set[int] = set()
     mana = st.mana
+    rng = st.rng
+    token = st.tokens.token
     for battle in st.battles.values():  # ascending land id
         if battle.stage == STAGE_DONE:
             continue
-        paid, out = [], []
+        paid, out, live = [], [], []
         status = battle.status
         for seat in battle.seats:
-            if seat == NEUTRAL or status[seat] != LIVE:
+            if status[seat] != LIVE:
                 continue
-            cost = stage_cost(st, battle, seat, stage)
-            if mana[seat] >= cost:
+            if seat != NEUTRAL:
+                cost = stage_cost(st, battle, seat, stage)
+                if mana[seat] < cost:
+                    status[seat] = out_status
+                    out.append(seat)
+                    continue
                 mana[seat] -= cost
                 battle.paid[seat] += cost
                 paid.append(seat)
-            else:
-                status[seat] = out_status
-                out.append(seat)
-        entry = {"land": battle.land, "paid": paid, "technical_folds": out, "card": None}
-        tables.append(entry)
-        open_battles.append((battle, entry))
-    settle = []
-    required: set[int] = set()
-    rng = st.rng
-    token = st.tokens.token
-    for battle, entry in open_battles:
-        status = battle.status
-        live = [seat for seat in battle.seats if status[seat] == LIVE]
+            live.append(seat)
         if len(live) <= 1:
+            tables.append({"land": battle.land, "paid": paid, "technical_folds": out, "card": None})
             settle.append((battle, live))
             continue
-        # one card from the table's deck, leaving out every participant's hand (3.8)
-        in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
+        # still contested: the stage's card, from the table's deck without the hands (3.8; every
+        # hand is 2 cards)
+        in_hands = set()
+        for hand in battle.hands.values():
+            in_hands.add(hand[0][0])
+            in_hands.add(hand[1][0])
         card, battle.deck, battle.fixed = _take(rng, battle.deck, battle.fixed, in_hands)
         dealt = (card, token(st.dealt))
         st.dealt += 1
@@ -690,7 +710,8 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
         else:
             battle.river = dealt
         battle.stage = stage
-        entry["card"] = {"id": dealt[1], "card": _NAMES[card]}
+        tables.append({"land": battle.land, "paid": paid, "technical_folds": out,
+                       "card": {"id": dealt[1], "card": _NAMES[card]}})
         required.update(live)
     required.discard(NEUTRAL)
     events.append(Event("stage_opened", {"stage": stage, "tables": tables, "mana": list(mana)}))
@@ -797,25 +818,27 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
 def _end_round(st: State, events: list[Event]) -> None:
     """Eliminations, victory (2.5), income (2.6), then the next round or the end of the match."""
     seats = st.seats
-    counts = [0] * seats
-    for owner in st.owner:
-        if owner != NEUTRAL:
-            counts[owner] += 1
+    owners = st.owner
+    counts = [owners.count(seat) for seat in range(seats)]
     out_round = st.out_round
+    alive = []
     for seat in range(seats):
-        if out_round[seat] == 0 and counts[seat] == 0:
-            out_round[seat] = st.round
-            events.append(Event("eliminated", {"seat": seat}))
-    alive = [seat for seat in range(seats) if out_round[seat] == 0]
+        if out_round[seat] == 0:
+            if counts[seat] == 0:
+                out_round[seat] = st.round
+                events.append(Event("eliminated", {"seat": seat}))
+            else:
+                alive.append(seat)
     to_win = st.options.tables_to_win
-    if any(counts[seat] >= to_win for seat in alive):
-        _finish_match(st, counts, "tables_to_win", events)
-        return
+    for seat in alive:
+        if counts[seat] >= to_win:
+            _finish_match(st, counts, "tables_to_win", events)
+            return
     if len(alive) <= 1:
         _finish_match(st, counts, "last_standing", events)
         return
     mana = st.mana
-    for land, owner in enumerate(st.owner):
+    for land, owner in enumerate(owners):
         if owner != NEUTRAL:
             mana[owner] += land_income(st, owner, land)
     events.append(Event("income", {"mana": list(mana), "tables": counts}))

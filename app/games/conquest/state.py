@@ -109,12 +109,12 @@ class Battle:
         self.holder = holder
         self.attackers = attackers
         self.defender = defender
-        players = sorted(attackers + ((defender,) if defender is not None else ()))
-        self.seats: tuple[int, ...] = tuple(players) + ((NEUTRAL,) if holder == NEUTRAL else ())
+        players = tuple(sorted(attackers if defender is None else attackers + (defender,)))
+        self.seats: tuple[int, ...] = players + (NEUTRAL,) if holder == NEUTRAL else players
         self.hands: dict[int, tuple[Dealt, ...]] = {}
-        self.status: dict[int, str] = {s: LIVE for s in self.seats}
-        self.paid: dict[int, int] = {s: 0 for s in players}
-        self.refunded: dict[int, int] = {s: 0 for s in players}
+        self.status: dict[int, str] = dict.fromkeys(self.seats, LIVE)
+        self.paid: dict[int, int] = dict.fromkeys(players, 0)
+        self.refunded: dict[int, int] = dict.fromkeys(players, 0)
         self.flop: tuple[Dealt, ...] = ()
         self.turn: Dealt | None = None
         self.river: Dealt | None = None
@@ -271,8 +271,10 @@ class State:
         new.defences = self.defences
         new.passed = self.passed
         # a settled battle never changes again: only open ones are copied
-        new.battles = {land: (battle if battle.stage == STAGE_DONE else battle.copy())
-                       for land, battle in self.battles.items()}
+        battles = {}
+        for land, battle in self.battles.items():
+            battles[land] = battle if battle.stage == STAGE_DONE else battle.copy()
+        new.battles = battles
         new.battle_lands = self.battle_lands
         new.pools = dict(self.pools)
         new.pool_stack = dict(self.pool_stack)
