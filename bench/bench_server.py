@@ -82,6 +82,21 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def proc_schedstat(pid: int) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for a CPU) summed over the process's threads
+    (/proc/PID/task/*/schedstat): the second says whether the process was starved by neighbours."""
+    run = wait = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                a, b, _ = f.read().split()
+        except (OSError, ValueError):
+            continue
+        run += int(a)
+        wait += int(b)
+    return run / 1e9, wait / 1e9
+
+
 def proc_rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -366,6 +381,7 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
     load_before = os.getloadavg()
     m0 = server.metrics()
     cpu0 = proc_cpu_seconds(server.pid)
+    sched0 = proc_schedstat(server.pid)
     gcpu0 = sum(proc_cpu_seconds(g.pid) for g in gens)
     sampler = CoreSampler({"server": server.pid, **{f"gen{i}": g.pid for i, g in enumerate(gens)}})
     t0 = time.monotonic()
@@ -379,6 +395,8 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
     wall = time.monotonic() - t0
     cores = sampler.stop()
     cpu = proc_cpu_seconds(server.pid) - cpu0
+    sched1 = proc_schedstat(server.pid)
+    ran, waited = sched1[0] - sched0[0], sched1[1] - sched0[1]
     gcpu = sum(proc_cpu_seconds(g.pid) for g in gens) - gcpu0
     m1 = server.metrics()
     res = merge_results(results)
@@ -388,6 +406,9 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
         "wall_s_incl_drain": wall,
         "server_cpu_s": cpu,
         "server_cpu_pct": 100.0 * cpu / wall,
+        # of the wall time: on a CPU / runnable but waiting for one / neither (blocked: I/O, idle)
+        "server_sched_pct": {"running": 100.0 * ran / wall, "waiting_for_cpu": 100.0 * waited / wall,
+                             "blocked_or_idle": max(0.0, 100.0 * (wall - ran - waited) / wall)},
         "acked_per_server_cpu_s": res["acked"] / cpu if cpu else None,
         "generator_cpu_s": gcpu,
         "generator_cpu_pct": 100.0 * gcpu / wall,
@@ -421,6 +442,9 @@ def show(name: str, r: dict[str, Any]) -> None:
               f"max backlog {r['max_backlog']}")
     print(f"  messages per ack {r['messages_per_ack']:.2f} {r['messages_in_window']}, mean state "
           f"{r['mean_state_bytes']:.0f} B, actions {r['actions_by_type']}, errors {r['errors'] or 'none'}")
+    sp = r["server_sched_pct"]
+    print(f"  server time: running {sp['running']:.0f}%, waiting for a CPU {sp['waiting_for_cpu']:.0f}%, "
+          f"blocked/idle {sp['blocked_or_idle']:.0f}% (summed over threads, from schedstat)")
     print(f"  group commit: {r['commits_per_s']:.0f} commits/s for {r['records_per_s']:.0f} records/s "
           f"(mean batch {r['mean_batch'] or 0:.1f})")
     cores = r["cores_busy_pct"]
@@ -492,8 +516,9 @@ def main() -> None:
     ap.add_argument("--generators", type=int, default=1, help="generator processes (all on the generator core)")
     ap.add_argument("--parse", choices=("actor", "all", "scan"), default="actor",
                     help="what the generator JSON-parses (see loadgen.mjs)")
-    ap.add_argument("--deflate", action=argparse.BooleanOptionalAction, default=True,
-                    help="offer permessage-deflate like browsers do (the server accepts it)")
+    ap.add_argument("--deflate", action=argparse.BooleanOptionalAction, default=False,
+                    help="permessage-deflate: the server offers it (BANNERFALL_WS_COMPRESSION=true) and the "
+                         "clients ask for it, as browsers do; off by default like the server")
     ap.add_argument("--database-url", default=None,
                     help="a Postgres server URL (postgresql://root@127.0.0.1:5432): a fresh database is made on it "
                          "and dropped afterwards; default: SQLite in a temp dir")
@@ -542,7 +567,8 @@ def main() -> None:
         else:
             db_url = f"sqlite+aiosqlite:///{tmp / 'bench.db'}"
             print(f"database: sqlite {tmp / 'bench.db'}")
-        env = dict(kv.split("=", 1) for kv in args.server_env)
+        env = {"BANNERFALL_WS_COMPRESSION": "true" if args.deflate else "false"}
+        env.update(kv.split("=", 1) for kv in args.server_env)
         server = Server(db_url, args.server_core, env, tmp / "server.log", nice=args.nice).start()
         print(f"server pid {server.pid} on core {args.server_core}: {server.url}")
 
@@ -559,7 +585,8 @@ def main() -> None:
                    "dealing_per_turn": args.dealing_per_turn, "connect_concurrency": 32}
             gens.append(Generator(args.generator, cfg, args.generator_core, tmp, i, nice=args.nice))
         ready = [g.read_event("ready") for g in gens]
-        print(f"{sum(r['sockets'] for r in ready)} sockets connected in {max(r['connect_s'] for r in ready):.1f} s "
+        report["sockets_with_deflate"] = sum(r.get("deflate_negotiated", 0) for r in ready)
+        print(f"{sum(r['sockets'] for r in ready)} sockets ({report['sockets_with_deflate']} with permessage-deflate) connected in {max(r['connect_s'] for r in ready):.1f} s "
               f"by {len(gens)} {args.generator} generator(s) on core {args.generator_core}; "
               f"server RSS {rss_before_sockets / 1024:.0f} -> {proc_rss_kb(server.pid) / 1024:.0f} MB")
 

@@ -12,8 +12,8 @@ Reported, as (RSS now - RSS before) / N:
 - after ``--idle`` seconds with every socket idle (the server pings every 20 s),
 - after ``--broadcasts`` actions by the seat on turn, each sending a ``state`` to every socket.
 
-Runs once with permessage-deflate offered by the clients (as browsers do; the server accepts it)
-and once without (``--deflate on|off|both``). The client (asyncio + websockets) runs in this
+Runs once with permessage-deflate (``BANNERFALL_WS_COMPRESSION=true`` on the server, asked for by
+the clients as browsers do) and once without (``--deflate on|off|both``). The client (asyncio + websockets) runs in this
 process, pinned to core 1; ``ulimit -n`` is raised here with ``resource.setrlimit`` (the server
 inherits it). Kernel socket buffers are not in RSS.
 """
@@ -47,6 +47,8 @@ async def open_socket(url: str, match_id: str, token: str, deflate: bool, hello_
     first = orjson.loads(await ws.recv())
     if first.get("type") != "state":
         raise RuntimeError(f"hello answered with {str(first)[:200]}")
+    if any(getattr(e, "name", "") == "permessage-deflate" for e in ws.protocol.extensions):
+        counts["deflated"] = counts.get("deflated", 0) + 1
 
     async def reader() -> None:
         try:
@@ -152,7 +154,7 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
     connect_s = time.monotonic() - t
     await asyncio.sleep(2)
     rss1 = proc_rss_kb(server.pid)
-    print(f"  {args.sockets} sockets connected in {connect_s:.1f} s; RSS {rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MB "
+    print(f"  {args.sockets} sockets connected ({counts.get('deflated', 0)} of all with permessage-deflate) in {connect_s:.1f} s; RSS {rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MB "
           f"= {(rss1 - rss0) / args.sockets:.1f} KB/socket")
     await asyncio.sleep(args.idle)
     rss2 = proc_rss_kb(server.pid)
@@ -189,7 +191,7 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
     await asyncio.sleep(2)
     rss4 = proc_rss_kb(server.pid)
     print(f"  after closing them: RSS {rss4 / 1024:.1f} MB")
-    return {"deflate": deflate, "sockets": args.sockets, "warm": args.warm, "connect_s": connect_s,
+    return {"deflate": deflate, "deflate_negotiated": counts.get("deflated", 0), "sockets": args.sockets, "warm": args.warm, "connect_s": connect_s,
             "rss_kb": {"before": rss0, "connected": rss1, "idle": rss2, "after_broadcasts": rss3, "closed": rss4},
             "kb_per_socket": {"connected": (rss1 - rss0) / args.sockets, "idle": (rss2 - rss0) / args.sockets,
                               "after_broadcasts": (rss3 - rss0) / args.sockets},
@@ -234,14 +236,14 @@ def main() -> None:
         pg = Postgres(args.database_url) if args.database_url else None
         db_url = pg.create() if pg else f"sqlite+aiosqlite:///{tmp / 'mem.db'}"
         cmd = None
-        env: dict[str, str] = {}
+        env: dict[str, str] = {"BANNERFALL_WS_COMPRESSION": "true" if deflate else "false"}
         if args.tracemalloc:
             args.snapshot_dir = tmp
             cmd = [sys.executable, str(Path(__file__).resolve()), "--_serve-traced"]
             env["BENCH_SNAPSHOT_DIR"] = str(tmp)
         server = Server(db_url, args.server_core, env, tmp / "server.log", cmd=cmd).start()
         try:
-            print(f"permessage-deflate {'offered' if deflate else 'not offered'}; server pid {server.pid}")
+            print(f"permessage-deflate {'on (server offers, clients ask)' if deflate else 'off'}; server pid {server.pid}")
             report["runs"].append(asyncio.run(measure(server, args, deflate)))
         finally:
             server.stop()

@@ -245,6 +245,7 @@ function connect(match, seat) {
         const msg = JSON.parse(data.toString());
         if (msg.type !== "state") return reject(new Error(`hello answered with ${data.toString().slice(0, 200)}`));
         if (msg.seat !== seat) return reject(new Error(`socket ${seat} got seat ${msg.seat}`));
+        if (String(ws.extensions).includes("permessage-deflate")) deflated++;
         if (msg.version > match.version) {
           match.version = msg.version;
           match.seatOnTurn = msg.prompts.length ? msg.prompts[0].seat : null;
@@ -265,6 +266,8 @@ function connect(match, seat) {
   });
 }
 
+let deflated = 0;
+
 async function connectAll() {
   const jobs = [];
   for (const m of matches) for (let s = 0; s < m.tokens.length; s++) jobs.push([m, s]);
@@ -280,7 +283,7 @@ async function connectAll() {
     })());
   }
   await Promise.all(workers);
-  return { sockets: jobs.length, connect_s: (performance.now() - t0) / 1000 };
+  return { sockets: jobs.length, connect_s: (performance.now() - t0) / 1000, deflate_negotiated: deflated };
 }
 
 // ---------------------------------------------------------------------------- running

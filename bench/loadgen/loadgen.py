@@ -195,6 +195,8 @@ async def connect_one(m: Match, seat: int) -> None:
         m.version = first["version"]
         m.seat_on_turn = first["prompts"][0]["seat"] if first["prompts"] else None
     m.sockets[seat] = ws
+    if any(getattr(e, "name", "") == "permessage-deflate" for e in ws.protocol.extensions):
+        deflated[0] += 1
 
     async def reader() -> None:
         try:
@@ -273,6 +275,7 @@ async def run(cmd: dict[str, Any], matches: list[Match]) -> dict[str, Any]:
 
 
 quitting = False
+deflated = [0]
 
 
 async def main() -> None:
@@ -286,7 +289,8 @@ async def main() -> None:
             await connect_one(m, seat)
 
     await asyncio.gather(*(guarded(m, s) for m in matches for s in range(len(m.tokens))))
-    out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "connect_s": now() - t0})
+    out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "connect_s": now() - t0,
+         "deflate_negotiated": deflated[0]})
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
