@@ -151,7 +151,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float = 60.0
 
 @cli.command()
 def demo(game: str = typer.Option("provinces", help="provinces | conquest | warrior"),
-         players: int = typer.Option(3, min=1, max=8, help="seats, all played by bots"),
+         players: int = typer.Option(3, min=2, max=6, help="seats, all played by bots (provinces 2-6, others 2-4)"),
          url: Optional[str] = typer.Option(None, help="a running server; default: start one"),
          bot: str = typer.Option("smart", help="kind of the server's bots: random | smart"),
          options: str = typer.Option("{}", help="lobby options as JSON"),
@@ -168,9 +168,17 @@ def demo(game: str = typer.Option("provinces", help="provinces | conquest | warr
                "BANNERFALL_LOG_LEVEL": "warning"}
         proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env)
         url = f"http://127.0.0.1:{port}"
+    from app.client import ApiError
+
     try:
         _wait_healthy(url, proc)
         code = asyncio.run(_demo(url, game, players, bot, json.loads(options), quiet))
+    except ApiError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        code = 2
+    except json.JSONDecodeError as exc:
+        typer.echo(f"error: --options is not JSON: {exc}", err=True)
+        code = 2
     finally:
         if proc is not None:
             proc.terminate()
@@ -191,7 +199,7 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
     async with RestClient(url) as rest:
         await rest.register("demo-host")
         lobby = await rest.create_lobby(game, seats, options)
-        typer.echo(f"lobby {lobby['id']} for {game} with {seats} seats")
+        typer.echo(f"lobby {lobby['id']} for {game} with {seats} seats on {url}")
         await rest.fill_bots(lobby["id"], bot_kind)
         # the host's own seat (0) is played by a local bot over this process's socket
         lobby = await rest.start(lobby["id"])

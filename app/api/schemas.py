@@ -87,7 +87,7 @@ class MatchPublic(BaseModel):
     outcome: dict[str, Any] | None
     created_at: float
     ended_at: float | None
-    version: int | None = None
+    version: int | None = Field(None, description="actions applied so far (null while running on another node)")
 
 
 class AbortRequest(BaseModel):

@@ -114,19 +114,31 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     await ws.accept()
     # -- hello -----------------------------------------------------------------------------
     try:
-        raw = await asyncio.wait_for(ws.receive_text(), settings.hello_timeout_seconds)
+        first = await asyncio.wait_for(ws.receive(), settings.hello_timeout_seconds)
     except asyncio.TimeoutError:
         await _send_now(ws, error("hello_timeout", "send hello with your token first"))
         await ws.close(CLOSE_HELLO_TIMEOUT)
         return
-    except (WebSocketDisconnect, RuntimeError, KeyError):
+    except (WebSocketDisconnect, RuntimeError):
         return
+    if first["type"] == "websocket.disconnect":
+        return
+    raw = first.get("text")
+    if raw is None:
+        raw = first.get("bytes") or b""
     try:
         hello = orjson.loads(raw) if len(raw) <= settings.max_message_bytes else None
     except orjson.JSONDecodeError:
         hello = None
     if not isinstance(hello, dict) or hello.get("type") != "hello" or not isinstance(hello.get("token"), str):
         await _send_now(ws, error("hello_required", "the first message must be {\"type\":\"hello\",\"token\":...}"))
+        await ws.close(CLOSE_UNAUTHORIZED)
+        return
+    since = hello.get("since_version")
+    if hello.get("as") not in (None, "spectator", "admin") or (
+            since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0)):
+        await _send_now(ws, error("bad_hello", "'as' must be \"spectator\" or \"admin\"; "
+                                               "'since_version' a version number"))
         await ws.close(CLOSE_UNAUTHORIZED)
         return
     player = await player_for_token(repo, hello["token"])
@@ -149,8 +161,6 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     conn.viewer = viewer
     conn.player_id = player["id"]
     conn.start()
-    since = hello.get("since_version")
-    since = since if isinstance(since, int) and not isinstance(since, bool) else None
     link = None
     if runner is not None:
         runner.attach(conn, since_version=since)

@@ -186,7 +186,10 @@ class MatchManager:
             runner.act(peer, msg.get("seq"), msg.get("action"), msg.get("version"))
         elif kind == "resume":
             since = msg.get("since_version")
-            runner.attach(peer, since_version=since if isinstance(since, int) and not isinstance(since, bool) else None)
+            if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+                peer.push(encode(error("bad_version", "resume needs 'since_version': a version number")))
+                return
+            runner.attach(peer, since_version=since)
         elif kind == "ping":
             peer.push(encode({"type": "pong", "t": msg.get("t")}))
         elif kind == "hello":

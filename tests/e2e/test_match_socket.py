@@ -133,6 +133,15 @@ async def test_wrong_token_and_missing_hello(server):
         async with websockets.connect(bad) as ws:
             await ws.send(json.dumps({"type": "hello", "token": table.players[0].token}))
             assert json.loads(await ws.recv())["code"] == "not_found"
+        async with websockets.connect(url) as ws:  # a binary hello works like a text one
+            await ws.send(json.dumps({"type": "hello", "token": table.players[0].token}).encode())
+            assert json.loads(await ws.recv())["type"] == "state"
+            await ws.send(json.dumps({"type": "resume", "since_version": "a"}))
+            assert json.loads(await ws.recv())["code"] == "bad_version"
+        for bad in ({"as": "god"}, {"since_version": -5}, {"since_version": "abc"}):
+            async with websockets.connect(url) as ws:
+                await ws.send(json.dumps({"type": "hello", "token": table.players[0].token, **bad}))
+                assert json.loads(await ws.recv())["code"] == "bad_hello"
         async with websockets.connect(url) as ws:  # as admin without the role
             await ws.send(json.dumps({"type": "hello", "token": table.players[0].token, "as": "admin"}))
             assert json.loads(await ws.recv())["code"] == "forbidden"

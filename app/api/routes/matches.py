@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from app.api.deps import PlayerDep, RepoDep
+from app.api.deps import ManagerDep, PlayerDep, RepoDep
 from app.api.errors import not_found
 from app.api.schemas import MatchPublic, MatchSeat
 
@@ -23,16 +23,28 @@ def match_public(m: dict[str, Any]) -> MatchPublic:
     )
 
 
+def with_live_version(manager, out: MatchPublic) -> MatchPublic:
+    """Running matches' stored version is written at the end; a live runner here knows the current one."""
+    live = manager.runners.get(out.id)
+    if live is not None:
+        out.version = live.durable_version
+    elif out.status == "running":
+        out.version = None
+    return out
+
+
 @router.get("/{match_id}", response_model=MatchPublic)
-async def get_match(match_id: str, repo: RepoDep, _player: PlayerDep) -> MatchPublic:
+async def get_match(match_id: str, repo: RepoDep, manager: ManagerDep, _player: PlayerDep) -> MatchPublic:
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
-    return match_public(m)
+    return with_live_version(manager, match_public(m))
 
 
 @router.get("", response_model=list[MatchPublic])
-async def list_matches(repo: RepoDep, player: PlayerDep, status: str | None = None,
+async def list_matches(repo: RepoDep, manager: ManagerDep, player: PlayerDep,
+                       status: str | None = Query(None, pattern="^(running|finished|aborted)$"),
                        game: str | None = None) -> list[MatchPublic]:
     """Matches, newest first (public data only; filter by ``status`` and ``game``)."""
-    return [match_public(m) for m in await repo.matches(status=status, game=game, limit=100)]
+    return [with_live_version(manager, match_public(m))
+            for m in await repo.matches(status=status, game=game, limit=100)]

@@ -27,7 +27,7 @@ from app.games.base import (
 )
 from app.games.conquest import poker
 from app.games.conquest.poker import NAMES as _NAMES
-from app.games.conquest.board import generate_board
+from app.games.conquest.board import LANDS_BY_SEATS, generate_board
 from app.games.conquest.state import (
     ASSIGN,
     DEFENCE,
@@ -168,9 +168,11 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     third = randbelow(50)
     if third >= low:
         third += 1
-    if third >= high:
-        third += 1
-    x, y, z = sorted((first, second, third))
+        if third >= high:
+            third += 1
+        x, y, z = (low, third, high) if third < high else (low, high, third)
+    else:
+        x, y, z = third, low, high
     full = _FULL_DECK
     return Table((first, second, third), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
 
@@ -289,13 +291,19 @@ def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
     for seat in range(state.seats):
         if out_round[seat] == 0:
             free = near[seat] & ~owned[seat]
-            lands = []
-            while free:
-                low = free & -free
-                lands.append(low.bit_length() - 1)
-                free ^= low
-            targets[seat] = tuple(lands)
+            lands: tuple[int, ...] = ()
+            for byte_lands in _BYTE_LANDS:  # the set bits, a byte at a time
+                if not free:
+                    break
+                lands += byte_lands[free & 255]
+                free >>= 8
+            targets[seat] = lands
     return targets
+
+
+#: ``_BYTE_LANDS[k][b]``: the lands whose bits are set in ``b`` as the k-th byte of a bit set, ascending
+_BYTE_LANDS = tuple(tuple(tuple(8 * k + i for i in range(8) if b >> i & 1) for b in range(256))
+                    for k in range((max(LANDS_BY_SEATS.values()) + 7) // 8))
 
 
 def attacks_of(state: State, seat: int) -> int:
@@ -673,6 +681,7 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
     required: set[int] = set()
     mana = st.mana
     rng = st.rng
+    randbelow = rng.randbelow
     token = st.tokens.token
     for battle in st.battles.values():  # ascending land id
         if battle.stage == STAGE_DONE:
@@ -702,7 +711,17 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
         for hand in battle.hands.values():
             in_hands.add(hand[0][0])
             in_hands.add(hand[1][0])
-        card, battle.deck, battle.fixed = _take(rng, battle.deck, battle.fixed, in_hands)
+        deck = battle.deck
+        if battle.fixed:
+            card, battle.deck, battle.fixed = _take(rng, deck, battle.fixed, in_hands)
+        else:  # ``_take`` without stacked cards, inline: a uniform card of the deck not in a hand
+            size = len(deck)
+            while True:
+                j = randbelow(size)
+                card = deck[j]
+                if card not in in_hands:
+                    break
+            battle.deck = deck[:j] + deck[j + 1:]
         dealt = (card, token(st.dealt))
         st.dealt += 1
         if stage == STAGE_TURN:
@@ -743,7 +762,10 @@ def _apply_folds(st: State, events: list[Event], stage: str) -> list[Battle]:
         if battle.stage != stage:
             continue
         battle_status = battle.status
-        live = [seat for seat in battle.seats if battle_status[seat] == LIVE]
+        live = []
+        for seat in battle.seats:
+            if battle_status[seat] == LIVE:
+                live.append(seat)
         if len(live) <= 1:
             _settle(st, battle, live, events)
         else:
@@ -810,8 +832,9 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
     battle.result = result
     st.owner[battle.land] = winner
     st.tables[battle.land] = _fresh_table(st)
+    refunded = battle.refunded
     events.append(Event("battle_won", {"land": battle.land, "winner": _who(winner), "result": result,
-                                       "refunded": {str(s): r for s, r in battle.refunded.items()},
+                                       "refunded": dict(zip(map(str, refunded), refunded.values())),
                                        "mana": list(st.mana)}))
 
 
