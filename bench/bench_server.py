@@ -376,10 +376,47 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- phases
+#: ``python -c GC_WRAPPER log|off``: ``bannerfall serve`` with its cyclic-GC collections timed (one line
+#: "t gen ms" per collection in $BENCH_GC_LOG), or with the GC disabled.
+GC_WRAPPER = """
+import gc, os, sys, time
+mode = sys.argv[1]
+if mode == 'off':
+    gc.disable()
+out = open(os.environ['BENCH_GC_LOG'], 'a', buffering=1)
+start = [0.0]
+def cb(phase, info):
+    if phase == 'start':
+        start[0] = time.perf_counter()
+    else:
+        out.write('%.3f %d %.3f\\n' % (time.time(), info['generation'], (time.perf_counter() - start[0]) * 1000))
+gc.callbacks.append(cb)
+sys.argv = ['bannerfall', 'serve']
+from app.cli import main
+main()
+"""
+
+
+def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
+    """Collections logged by GC_WRAPPER between t0 and t1 (epoch s): count and pauses per generation."""
+    if not path.exists():
+        return None
+    out: dict[str, Any] = {}
+    for line in path.read_text().splitlines():
+        t, gen, ms = line.split()
+        if t0 <= float(t) <= t1:
+            g = out.setdefault(f"gen{gen}", {"count": 0, "total_ms": 0.0, "max_ms": 0.0})
+            g["count"] += 1
+            g["total_ms"] = round(g["total_ms"] + float(ms), 1)
+            g["max_ms"] = max(g["max_ms"], float(ms))
+    return out
+
+
 def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_quiet: float = 0.0) -> dict[str, Any]:
     quiet = wait_until_quiet(wait_quiet) if wait_quiet else None
     load_before = os.getloadavg()
     m0 = server.metrics()
+    epoch0 = time.time()
     cpu0 = proc_cpu_seconds(server.pid)
     sched0 = proc_schedstat(server.pid)
     gcpu0 = sum(proc_cpu_seconds(g.pid) for g in gens)
@@ -420,6 +457,7 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
         "mean_batch": records / commits if commits else None,
         "server_rss_mb": proc_rss_kb(server.pid) / 1024,
         "loadavg_before": load_before,
+        "gc": gc_pauses(Path(server.env["BENCH_GC_LOG"]), epoch0, time.time()) if "BENCH_GC_LOG" in server.env else None,
         "machine_busy_pct_before": quiet,
     })
     srv_core = f"cpu{SERVER_CORE}"
@@ -445,6 +483,9 @@ def show(name: str, r: dict[str, Any]) -> None:
     sp = r["server_sched_pct"]
     print(f"  server time: running {sp['running']:.0f}%, waiting for a CPU {sp['waiting_for_cpu']:.0f}%, "
           f"blocked/idle {sp['blocked_or_idle']:.0f}% (summed over threads, from schedstat)")
+    if r.get("gc"):
+        print("  cyclic GC: " + "; ".join(f"{g} {v['count']}x, total {v['total_ms']:.0f} ms, max {v['max_ms']:.1f} ms"
+                                          for g, v in sorted(r["gc"].items())))
     print(f"  group commit: {r['commits_per_s']:.0f} commits/s for {r['records_per_s']:.0f} records/s "
           f"(mean batch {r['mean_batch'] or 0:.1f})")
     cores = r["cores_busy_pct"]
@@ -533,6 +574,9 @@ def main() -> None:
     ap.add_argument("--profile-out", type=Path, default=None, help="speedscope file (default: in the temp dir)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--keep-tmp", action="store_true")
+    ap.add_argument("--gc", choices=("default", "log", "off"), default="default",
+                    help="log: the server logs every collection of Python's cyclic GC and its pause (to find "
+                         "latency spikes); off: the server runs with gc.disable() (an experiment, not a setting)")
     ap.add_argument("--nice", type=int, default=0,
                     help="run the server and the generator at this nice value (e.g. -5, as root) so that "
                          "neighbours' jobs take less of the two cores; 0: normal priority")
@@ -569,7 +613,12 @@ def main() -> None:
             print(f"database: sqlite {tmp / 'bench.db'}")
         env = {"BANNERFALL_WS_COMPRESSION": "true" if args.deflate else "false"}
         env.update(kv.split("=", 1) for kv in args.server_env)
-        server = Server(db_url, args.server_core, env, tmp / "server.log", nice=args.nice).start()
+        cmd = None
+        if args.gc != "default":
+            gc_log = tmp / "gc.log"
+            env["BENCH_GC_LOG"] = str(gc_log)
+            cmd = [sys.executable, "-c", GC_WRAPPER, args.gc]
+        server = Server(db_url, args.server_core, env, tmp / "server.log", cmd=cmd, nice=args.nice).start()
         print(f"server pid {server.pid} on core {args.server_core}: {server.url}")
 
         t = time.monotonic()
