@@ -10,10 +10,15 @@ tie (suits never rank).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Iterable, Sequence
 
 from phevaluator import evaluate_cards as _evaluate_cards
-from phevaluator import evaluate_7cards as _evaluate_7cards
+
+try:  # the C function itself: our cards are already phevaluator ids, so skip its per-card conversion
+    from phevaluator._pheval import evaluate_7cards as _evaluate_7cards
+except ImportError:  # pragma: no cover - another layout of the package
+    from phevaluator import evaluate_7cards as _evaluate_7cards
 
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
@@ -32,6 +37,8 @@ _CATEGORIES = (
     (6185, "one_pair"),
     (7462, "high_card"),
 )
+_BOUNDS = tuple(bound for bound, _ in _CATEGORIES)
+_CATEGORY_NAMES = tuple(name for _, name in _CATEGORIES)
 
 
 def card_name(card: int) -> str:
@@ -66,7 +73,7 @@ def rank_cards(cards: Sequence[int]) -> int:
 
 def category(rank: int) -> str:
     """The hand category of a rank: ``"straight_flush"`` … ``"high_card"``."""
-    for bound, name in _CATEGORIES:
-        if rank <= bound:
-            return name
-    raise ValueError(f"not a hand rank: {rank}")
+    index = bisect_left(_BOUNDS, rank)  # the first bound >= rank
+    if index == len(_BOUNDS):
+        raise ValueError(f"not a hand rank: {rank}")
+    return _CATEGORY_NAMES[index]

@@ -639,15 +639,17 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         return
     started = []
     tables = st.tables
-    token = st.tokens.token
+    issue = st.tokens.token
     for land, battle in battles.items():  # ascending land id
         cards = tables[land].flop
         first = st.dealt
         st.dealt = first + len(cards)
-        flop = battle.flop = tuple(zip(cards, map(token, range(first, st.dealt))))
-        if battle.holder == NEUTRAL:
+        flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt))))
+        holder = battle.holder
+        if holder == NEUTRAL:
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
-        started.append({"land": land, "holder": _who(battle.holder), "attackers": list(battle.attackers),
+            holder = "neutral"
+        started.append({"land": land, "holder": holder, "attackers": list(battle.attackers),
                         "defender": battle.defender,
                         "flop": [{"id": token, "card": _NAMES[card]} for card, token in flop]})
     events.append(Event("battles_started", {"battles": started}))
@@ -659,11 +661,23 @@ def _draw_from_table(st: State, battle: Battle, count: int, issue: bool = True) 
     flop is already out of the deck). ``issue``: give the cards wire tokens now; else their token is
     ``""`` until they are first shown (the neutral's hand, at the final). ``battle`` must belong to
     ``st`` (states are cloned with their battles before a resolution)."""
-    in_hands = {dealt[0] for hand in battle.hands.values() for dealt in hand}
+    in_hands = set()
+    for hand in battle.hands.values():
+        for dealt in hand:
+            in_hands.add(dealt[0])
     deck, fixed, rng = battle.deck, battle.fixed, st.rng
     drawn = []
     for _ in range(count):
-        card, deck, fixed = _take(rng, deck, fixed, in_hands)
+        if fixed:
+            card, deck, fixed = _take(rng, deck, fixed, in_hands)
+        else:  # ``_take`` without stacked cards, inline: a uniform card of the deck not in a hand
+            size = len(deck)
+            while True:
+                j = rng.randbelow(size)
+                card = deck[j]
+                if card not in in_hands:
+                    break
+            deck = deck[:j] + deck[j + 1:]
         drawn.append(st.deal(card) if issue else (card, ""))
     battle.deck = deck
     battle.fixed = fixed
