@@ -59,6 +59,10 @@ class LocalTimers:
         self._handles.clear()
 
     async def schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
+        self.schedule_now(match_id, phase_id, due_at)
+
+    def schedule_now(self, match_id: str, phase_id: int, due_at: float) -> None:
+        """:meth:`schedule` without a coroutine (the runtime calls this on the hot path)."""
         key = (match_id, phase_id)
         old = self._handles.pop(key, None)
         if old:
@@ -67,6 +71,9 @@ class LocalTimers:
         self._handles[key] = asyncio.get_running_loop().call_later(delay, self._fire, key)
 
     async def cancel(self, match_id: str, phase_id: int) -> None:
+        self.cancel_now(match_id, phase_id)
+
+    def cancel_now(self, match_id: str, phase_id: int) -> None:
         handle = self._handles.pop((match_id, phase_id), None)
         if handle:
             handle.cancel()

@@ -96,11 +96,13 @@ class LogWriter:
                 self.stats.records += len(batch)
                 self.stats.last_batch = len(batch)
                 self.stats.batch_sizes.append(len(batch))
-            for record in batch:
+            for i, record in enumerate(batch):
                 try:
                     record.on_durable(error)
                 except Exception:  # a callback must never stop the writer
                     log.exception("on_durable callback failed")
+                if i % 32 == 31:
+                    await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
 
     async def _commit(self, batch: list[LogRecord]) -> None:
         rows = [r.row for r in batch]

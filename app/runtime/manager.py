@@ -119,7 +119,7 @@ class MatchManager:
             match=match, game=result.game, state=result.state, version=result.version,
             log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
             on_finished=self._finished_cb, history=result.history, client_seqs=result.client_seqs,
-            status=match["status"],
+            status=match["status"], cancel=self._cancel,
         )
 
     async def snapshot(self, match_id: str) -> MatchRunner | None:
@@ -199,7 +199,19 @@ class MatchManager:
 
     # ------------------------------------------------------------------ deadlines
     def _schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
-        self._spawn(self.timers.schedule(match_id, phase_id, due_at))
+        now = getattr(self.timers, "schedule_now", None)
+        if now is not None:
+            now(match_id, phase_id, due_at)
+        else:
+            self._spawn(self.timers.schedule(match_id, phase_id, due_at))
+
+    def _cancel(self, match_id: str, phase_id: int) -> None:
+        """A phase ended before its deadline: drop its timer (a late firing would be ignored anyway)."""
+        now = getattr(self.timers, "cancel_now", None)
+        if now is not None:
+            now(match_id, phase_id)
+        else:
+            self._spawn(self.timers.cancel(match_id, phase_id))
 
     def _on_due(self, match_id: str, phase_id: int) -> None:
         runner = self.runners.get(match_id)
@@ -237,7 +249,8 @@ class MatchManager:
         if self.cluster is not None:
             await self.cluster.claim(match["id"])
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,
-                             deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb)
+                             deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb,
+                             cancel=self._cancel)
         self.runners[match["id"]] = runner
         for phase_id, due in deadlines.items():
             self._schedule(match["id"], phase_id, due)

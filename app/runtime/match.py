@@ -54,7 +54,7 @@ class MatchRunner:
                  schedule: Callable[[str, int, float], None], on_finished: Callable[["MatchRunner"], None],
                  history: list[tuple[int, list[Event]]] | None = None,
                  client_seqs: dict[int, dict[int, int]] | None = None, now: Callable[[], float] = time.time,
-                 status: str = "running") -> None:
+                 status: str = "running", cancel: Callable[[str, int], None] | None = None) -> None:
         self.match_id: str = match["id"]
         self.meta = dict(match)
         self.game = game
@@ -66,6 +66,7 @@ class MatchRunner:
         self.status = status
         self.log_writer = log_writer
         self._schedule = schedule
+        self._cancel = cancel
         self._on_finished = on_finished
         self._now = now
         self.peers: set[Peer] = set()
@@ -255,7 +256,8 @@ class MatchRunner:
                 armed.append((p.phase_id, new_deadlines[p.phase_id]))
             else:
                 new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
-        for gone in old_phases - set(new_deadlines):
+        ended = old_phases - set(new_deadlines)
+        for gone in ended:
             self._phase_start.pop(gone, None)
         self.deadlines = new_deadlines
         self.outcome = self.game.outcome(new_state)
@@ -297,6 +299,9 @@ class MatchRunner:
             self._broadcast(new_state, version, events, prompts_wire, status)
             for phase_id, due in armed:
                 self._schedule(self.match_id, phase_id, due)
+            if self._cancel is not None:
+                for phase_id in ended:
+                    self._cancel(self.match_id, phase_id)
             if status != "running" and version == self.version:
                 self._finish()
 

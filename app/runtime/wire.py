@@ -7,8 +7,12 @@ import orjson
 
 
 def encode(message: dict[str, Any]) -> str:
-    """One wire message as JSON text (non-str dict keys such as ints are allowed)."""
-    return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS).decode()
+    """One wire message as JSON text. str-keyed dicts take orjson's fast path; a message with
+    non-str keys (ints) is encoded with ``OPT_NON_STR_KEYS`` (about twice as slow)."""
+    try:
+        return orjson.dumps(message).decode()
+    except TypeError:
+        return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def error(code: str, message: str, *, seq: int | None = None, **extra: Any) -> dict[str, Any]:

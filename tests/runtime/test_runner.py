@@ -224,3 +224,17 @@ def test_a_viewer_attaching_mid_commit_sees_the_durable_state_only():
     assert first["prompts"][0]["seat"] == seat  # the prompts of version 0, too
     writer.commit()
     assert late.messages[-1]["version"] == 1 and late.messages[-1]["view"] != durable_view
+
+
+def test_timer_of_a_phase_that_ended_early_is_cancelled():
+    runner, writer, scheduled, _ = make_runner(provinces, 2)
+    cancelled = []
+    runner._cancel = lambda match_id, phase_id: cancelled.append(phase_id)
+    first = runner.prompts[0].phase_id
+    peer = FakePeer(runner.prompts[0].seat)
+    runner.attach(peer)
+    runner.act(peer, 1, {"type": "end_turn"})
+    assert cancelled == []  # not before the commit
+    writer.commit()
+    assert cancelled == [first]
+    assert scheduled[-1][1] == runner.prompts[0].phase_id != first
