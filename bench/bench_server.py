@@ -389,7 +389,9 @@ def cb(phase, info):
     if phase == 'start':
         start[0] = time.perf_counter()
     else:
-        out.write('%.3f %d %.3f\\n' % (time.time(), info['generation'], (time.perf_counter() - start[0]) * 1000))
+        ms = (time.perf_counter() - start[0]) * 1000
+        tracked = len(gc.get_objects()) if info['generation'] == 2 else -1
+        out.write('%.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked))
 gc.callbacks.append(cb)
 sys.argv = ['bannerfall', 'serve']
 from app.cli import main
@@ -403,9 +405,11 @@ def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for line in path.read_text().splitlines():
-        t, gen, ms = line.split()
+        t, gen, ms, *rest = line.split()
         if t0 <= float(t) <= t1:
             g = out.setdefault(f"gen{gen}", {"count": 0, "total_ms": 0.0, "max_ms": 0.0})
+            if rest and int(rest[0]) >= 0:
+                g["tracked_objects"] = int(rest[0])
             g["count"] += 1
             g["total_ms"] = round(g["total_ms"] + float(ms), 1)
             g["max_ms"] = max(g["max_ms"], float(ms))
@@ -485,6 +489,7 @@ def show(name: str, r: dict[str, Any]) -> None:
           f"blocked/idle {sp['blocked_or_idle']:.0f}% (summed over threads, from schedstat)")
     if r.get("gc"):
         print("  cyclic GC: " + "; ".join(f"{g} {v['count']}x, total {v['total_ms']:.0f} ms, max {v['max_ms']:.1f} ms"
+                                          + (f" ({v['tracked_objects']:,} objects tracked)" if "tracked_objects" in v else "")
                                           for g, v in sorted(r["gc"].items())))
     print(f"  group commit: {r['commits_per_s']:.0f} commits/s for {r['records_per_s']:.0f} records/s "
           f"(mean batch {r['mean_batch'] or 0:.1f})")
