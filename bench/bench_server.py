@@ -377,21 +377,24 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- phases
 #: ``python -c GC_WRAPPER log|off``: ``bannerfall serve`` with its cyclic-GC collections timed (one line
-#: "t gen ms" per collection in $BENCH_GC_LOG), or with the GC disabled.
+#: "epoch generation wall_ms tracked_objects(-1 unless gen 2) cpu_ms" per collection in $BENCH_GC_LOG),
+#: or with the GC disabled (collections are then not logged).
 GC_WRAPPER = """
 import gc, os, sys, time
 mode = sys.argv[1]
 if mode == 'off':
     gc.disable()
 out = open(os.environ['BENCH_GC_LOG'], 'a', buffering=1)
-start = [0.0]
+start = [0.0, 0.0]
 def cb(phase, info):
     if phase == 'start':
         start[0] = time.perf_counter()
+        start[1] = time.thread_time()
     else:
         ms = (time.perf_counter() - start[0]) * 1000
+        cpu_ms = (time.thread_time() - start[1]) * 1000
         tracked = len(gc.get_objects()) if info['generation'] == 2 else -1
-        out.write('%.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked))
+        out.write('%.3f %d %.3f %d %.3f\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms))
 gc.callbacks.append(cb)
 sys.argv = ['bannerfall', 'serve']
 from app.cli import main
@@ -410,6 +413,8 @@ def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
             g = out.setdefault(f"gen{gen}", {"count": 0, "total_ms": 0.0, "max_ms": 0.0})
             if rest and int(rest[0]) >= 0:
                 g["tracked_objects"] = int(rest[0])
+            if len(rest) > 1:  # CPU time of the collecting thread (excludes waiting for a CPU)
+                g["max_cpu_ms"] = max(g.get("max_cpu_ms", 0.0), float(rest[1]))
             g["count"] += 1
             g["total_ms"] = round(g["total_ms"] + float(ms), 1)
             g["max_ms"] = max(g["max_ms"], float(ms))
@@ -489,6 +494,7 @@ def show(name: str, r: dict[str, Any]) -> None:
           f"blocked/idle {sp['blocked_or_idle']:.0f}% (summed over threads, from schedstat)")
     if r.get("gc"):
         print("  cyclic GC: " + "; ".join(f"{g} {v['count']}x, total {v['total_ms']:.0f} ms, max {v['max_ms']:.1f} ms"
+                                          + (f" (CPU max {v['max_cpu_ms']:.1f} ms)" if "max_cpu_ms" in v else "")
                                           + (f" ({v['tracked_objects']:,} objects tracked)" if "tracked_objects" in v else "")
                                           for g, v in sorted(r["gc"].items())))
     print(f"  group commit: {r['commits_per_s']:.0f} commits/s for {r['records_per_s']:.0f} records/s "
