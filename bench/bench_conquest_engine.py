@@ -4,8 +4,12 @@ Plays seeded bot matches (2–4 seats) for three bot mixes — RandomBot only, S
 half-and-half — records every applied action, then replays the recorded actions through
 ``GAME.apply`` alone (bots' thinking excluded). Each match is replayed ``--repeat`` times and its
 fastest replay counts: on a shared machine the minimum is the least disturbed measure of the
-engine's own cost. ``GAME.view`` is timed for a seat, a spectator and the admin on states met along
-the way. The report also gives how many card tokens each action issues and what one
+engine's own cost. ``GAME.view`` is timed on states met along the way: *cold* (the first view of a
+position: ``view`` keeps the parts that depend only on the position in ``state.view_memo``, so a
+cold view is timed on a ``state.clone()``, which starts with an empty memo) for a seat, a spectator
+and the admin; *warm* (the same viewer again, e.g. after another seat's plain submission, which
+shares the memo); and the *fan-out* a match pays after each action: cold views for every seat and
+one spectator. The report also gives how many card tokens each action issues and what one
 ``CardTokens.token`` call costs, since that is a fixed share of the engine's work.
 
 Run:  python bench/bench_conquest_engine.py [--matches 45] [--repeat 5] [--write docs/benchmarks/conquest-engine.md]
@@ -72,16 +76,33 @@ def measure(matches, repeat: int) -> dict[str, float]:
     return {"wall": wall, "cpu": cpu, "setup": setup / len(matches), "actions": actions, "tokens": tokens}
 
 
-def view_costs(matches) -> dict[int, list[float]]:
-    samples: dict[int, list[float]] = {0: [], SPECTATOR: [], ADMIN: []}
+def _cold(state, viewers) -> float:
+    """Seconds for the views of ``viewers``, in order, of a copy of ``state`` with an empty view memo."""
+    fresh = state.clone()
+    start = time.perf_counter()
+    for viewer in viewers:
+        GAME.view(fresh, viewer)
+    return time.perf_counter() - start
+
+
+def view_costs(matches) -> dict[str, list[float]]:
+    """Seconds per sample: cold views (seat 0, spectator, admin), a warm seat view, and the fan-out
+    after an action (cold views for every seat and one spectator, per view and in total)."""
+    samples: dict[str, list[float]] = {"seat": [], "spectator": [], "admin": [], "warm": [],
+                                       "fanout": [], "fanout_view": []}
     for seats, seed, log in matches:
         state = GAME.setup(seats, None, seed)
         for n, (seat, action) in enumerate(log):
             state, _ = GAME.apply(state, seat, action)
             if n % 5 == 0:
-                for viewer, values in samples.items():
-                    best = min(timeit.repeat(lambda: GAME.view(state, viewer), number=1, repeat=3))
-                    values.append(best)
+                for name, viewer in (("seat", 0), ("spectator", SPECTATOR), ("admin", ADMIN)):
+                    samples[name].append(min(_cold(state, (viewer,)) for _ in range(3)))
+                GAME.view(state, 0)
+                samples["warm"].append(min(timeit.repeat(lambda: GAME.view(state, 0), number=1, repeat=3)))
+                everyone = tuple(range(seats)) + (SPECTATOR,)
+                fanout = min(_cold(state, everyone) for _ in range(3))
+                samples["fanout"].append(fanout)
+                samples["fanout_view"].append(fanout / len(everyone))
     return samples
 
 
@@ -106,6 +127,7 @@ def main() -> None:
     tokens = CardTokens(b"bench")
     token_cost = min(timeit.repeat(lambda: tokens.token(123456), number=5000, repeat=5)) / 5000
     samples = view_costs(recorded["mixed"][:15])
+    load_end = os.getloadavg()[0]
 
     lines = [
         "# Hold'em Conquest engine benchmark",
@@ -113,7 +135,8 @@ def main() -> None:
         "Produced by `python bench/bench_conquest_engine.py --write docs/benchmarks/conquest-engine.md`.",
         "",
         f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; load average when it started: {load:.1f} (the machine is shared)",
+        f"{platform.python_version()}; load average (1 min) when it started: {load:.1f}, when it ended: "
+        f"{load_end:.1f} (the machine is shared)",
         f"- workload: per bot mix, {args.matches} seeded matches (2, 3 and 4 seats in turn), every action "
         f"recorded, then replayed through `GAME.apply` only (bots excluded); fastest of {args.repeat} replays per match",
         "",
@@ -128,13 +151,18 @@ def main() -> None:
             f"{100 * r['tokens'] * token_cost / r['wall']:.0f}% | {1e3 * r['setup']:.1f} |")
     lines += [
         "",
-        f"One `CardTokens.token` call (HMAC-SHA256 + base-32, `app/games/base.py`): {1e6 * token_cost:.1f} µs.",
+        f"One `CardTokens.token` call (keyed BLAKE2b + base-32, `app/games/base.py`): {1e6 * token_cost:.1f} µs.",
         "",
         "| view | median µs | p95 µs |",
         "|---|---|---|",
     ]
-    for viewer, name in ((0, "seat 0"), (SPECTATOR, "spectator"), (ADMIN, "admin")):
-        values = sorted(samples[viewer])
+    for key, name in (("seat", "seat 0, cold (first view of the position)"),
+                      ("spectator", "spectator, cold"),
+                      ("admin", "admin, cold"),
+                      ("warm", "seat 0, warm (position already viewed)"),
+                      ("fanout_view", "fan-out after an action, per view (every seat + 1 spectator, cold)"),
+                      ("fanout", "fan-out after an action, all views")):
+        values = sorted(samples[key])
         lines.append(f"| {name} | {1e6 * statistics.median(values):.1f} | {1e6 * values[int(0.95 * len(values))]:.1f} |")
     lines.append("")
     report = "\n".join(lines)

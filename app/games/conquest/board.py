@@ -6,7 +6,8 @@ i.e. when their coordinates differ by one of the six :data:`AXIAL_DIRECTIONS`. L
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from app.games.base import Rng
 
@@ -26,7 +27,9 @@ class Board:
     - ``coords``: land -> ``(q, r)``; ``neighbours``: land -> adjacent lands, ascending;
       ``neighbour_masks``: land -> the same as a bit set (bit ``n`` for land ``n``);
     - ``distance``: land -> land -> steps between them over shared sides;
-    - ``starts``: seat -> its starting land.
+    - ``starts``: seat -> its starting land;
+    - ``view_parts``: not part of the map (no equality, no repr): public view pieces that depend
+      only on the map and an owner, built once per match by :mod:`app.games.conquest.view`.
     """
 
     coords: tuple[tuple[int, int], ...]
@@ -34,6 +37,7 @@ class Board:
     neighbour_masks: tuple[int, ...]
     distance: tuple[tuple[int, ...], ...]
     starts: tuple[int, ...]
+    view_parts: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def size(self) -> int:

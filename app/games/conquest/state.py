@@ -96,11 +96,16 @@ class Battle:
       ``result``: how it was settled ("final", "tie", "last_standing", "none_left").
     - ``finalists``: participants whose hands reached the final (shown to all, 4.1);
       ``ranks``: finalist -> evaluator rank (lower is stronger).
+    - ``view_memo``: not part of the match — this battle's views already built
+      (:mod:`app.games.conquest.view`). A battle handed out in a state never changes again (states
+      copy open battles before a resolution), so the memo stays valid for as long as the object
+      lives; :meth:`copy` starts an empty one.
     """
 
     __slots__ = (
         "land", "holder", "attackers", "defender", "seats", "hands", "status", "paid", "refunded",
         "flop", "turn", "river", "deck", "fixed", "stage", "winner", "result", "finalists", "ranks",
+        "view_memo",
     )
 
     def __init__(self, land: int, holder: int, attackers: tuple[int, ...], defender: int | None,
@@ -125,6 +130,7 @@ class Battle:
         self.result: str | None = None
         self.finalists: tuple[int, ...] = ()
         self.ranks: dict[int, int] = {}
+        self.view_memo: dict[int, dict[str, Any]] = {}
 
     def copy(self) -> "Battle":
         new = Battle.__new__(Battle)
@@ -147,6 +153,7 @@ class Battle:
         new.result = self.result
         new.finalists = self.finalists
         new.ranks = self.ranks
+        new.view_memo = {}
         return new
 
     def live(self) -> list[int]:

@@ -10,12 +10,15 @@ not; in the admin view every card is shown and those hidden from spectators carr
 A view is a read-only picture: the parts that depend only on the position (the lands, attacks,
 defences, passes and each viewer's battles) are built once per position, kept in
 ``state.view_memo`` and shared by the views of every viewer and of the states that differ only in
-``submissions`` (see :class:`~app.games.conquest.state.State`). The top-level dict, ``seats``,
-``you``, ``outcome`` and the admin's ``pools`` and ``submissions`` are new on every call. Callers
-serialise views; they must not change them.
+``submissions`` (see :class:`~app.games.conquest.state.State`); the entry of a land whose flop is
+face down depends only on the land and its owner and is built once per match
+(``board.view_parts``). The top-level dict, ``seats``, ``you``, ``outcome`` and the admin's
+``pools`` and ``submissions`` are new on every call. Callers serialise views; they must not change
+them.
 """
 from __future__ import annotations
 
+from operator import getitem
 from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR
@@ -54,7 +57,9 @@ def flop_visible(state: State, land: int, viewer: int) -> bool:
 
 def hand_visible(battle: Battle, participant: int, viewer: int) -> bool:
     """A hand is seen by its owner, and by all once it reaches the final (4.1, 4.2); the neutral's
-    hand and folded hands by nobody else."""
+    hand and folded hands by nobody else. A seat's view of a battle is shared with the spectators'
+    when the seat sees its own hand no better than they do (``_battles``): a reveal of *another*
+    participant's hand to one seat (section 5) must also change that test."""
     return (participant == viewer and participant != NEUTRAL) or participant in battle.finalists
 
 
@@ -153,42 +158,55 @@ def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
     open_flops = {land: [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
                   for land, battle in state.battles.items() if flop_visible(state, land, viewer)}
     owners = state.owner
-    tables = state.tables
     board = state.board
-    neighbours = board.neighbours
-    lands = []
-    for land, (q, r) in enumerate(board.coords):
-        owner = owners[land]
-        flop = open_flops.get(land)
-        if flop is None:
-            if admin:
-                flop = [{"card": _NAMES[card], "hidden": True} for card in tables[land].flop]
-            else:
-                flop = [{"hidden": True}, {"hidden": True}, {"hidden": True}]
-        lands.append({
-            "id": land, "q": q, "r": r,
-            "owner": None if owner == NEUTRAL else owner,
-            "neighbours": list(neighbours[land]),
-            "flop": flop,
-        })
+    if admin:  # face-down flops show their faces, marked hidden
+        tables = state.tables
+        lands = [_land_entry(board, land, owner, open_flops.get(land) or
+                             [{"card": _NAMES[card], "hidden": True} for card in tables[land].flop])
+                 for land, owner in enumerate(owners)]
+    else:
+        # The entry of a land with a face-down flop depends on nothing but the land and its owner:
+        # built once per match. ``face_down[owner][land]``, the neutral's row last (index -1).
+        face_down = board.view_parts.get("face_down_lands")
+        if face_down is None:
+            face_down = board.view_parts["face_down_lands"] = [
+                [_land_entry(board, land, owner, [{"hidden": True}, {"hidden": True}, {"hidden": True}])
+                 for land in range(board.size)]
+                for owner in list(range(state.seats)) + [NEUTRAL]]
+        # ``[face_down[owner][land] for land, owner in enumerate(owners)]``, looped in C
+        lands = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
+        for land, flop in open_flops.items():
+            lands[land] = _land_entry(board, land, owners[land], flop)
     return lands
+
+
+def _land_entry(board, land: int, owner: int, flop: list[dict[str, Any]]) -> dict[str, Any]:
+    q, r = board.coords[land]
+    return {
+        "id": land, "q": q, "r": r,
+        "owner": None if owner == NEUTRAL else owner,
+        "neighbours": list(board.neighbours[land]),
+        "flop": flop,
+    }
 
 
 def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
     """The battles part of ``viewer``'s view, ascending land id (``battles`` is kept in that order).
-    A battle in which the viewer sees no more than a spectator is shared with the spectators' view."""
-    memo = state.view_memo
+    Each battle's view is kept in ``battle.view_memo`` (a settled battle stays the same object from
+    position to position); a battle in which the viewer sees no more than a spectator is shared
+    with the spectators' view."""
     views = []
-    for land, battle in state.battles.items():
-        if not admin and all(hand_visible(battle, seat, viewer) == hand_visible(battle, seat, SPECTATOR)
-                             for seat in battle.hands):
-            key = ("battle", land)
-            shared = memo.get(key)
-            if shared is None:
-                shared = memo[key] = _battle_view(state, battle, SPECTATOR, False)
-            views.append(shared)
+    for battle in state.battles.values():
+        if not admin and (viewer not in battle.hands
+                          or hand_visible(battle, viewer, viewer) == hand_visible(battle, viewer, SPECTATOR)):
+            key = SPECTATOR
         else:
-            views.append(_battle_view(state, battle, viewer, admin))
+            key = viewer
+        memo = battle.view_memo
+        shown = memo.get(key)
+        if shown is None:
+            shown = memo[key] = _battle_view(state, battle, key, admin)
+        views.append(shown)
     return views
 
 
@@ -207,15 +225,14 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         battles = memo[key] = _battles(state, viewer, admin)
     public = memo.get("public")
     if public is None:
+        owners = state.owner
         public = memo["public"] = (
             [{"land": land, "attackers": list(s)} for land, s in state.attacks.items()],
             list(state.defences),
             [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed],
+            [owners.count(seat) for seat in range(state.seats)],  # tables per seat
         )
-    counts = [0] * state.seats
-    for owner in state.owner:
-        if owner != NEUTRAL:
-            counts[owner] += 1
+    counts = public[3]
     mana = state.mana
     out_round = state.out_round
     starts = state.board.starts
