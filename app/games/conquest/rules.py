@@ -226,8 +226,8 @@ def stacked_position(
     for land, names in (table_decks or {}).items():
         cards = poker.parse_cards(names)
         st.tables[land] = _fresh_table(st, cards + [c for c in range(52) if c not in cards])
-    for seat, names in (pools or {}).items():
-        st.pool_stack[seat] = tuple(poker.parse_cards(names))
+    if pools:  # a new dict: ``pool_stack`` is replaced, never changed in place (State.clone)
+        st.pool_stack = {**st.pool_stack, **{seat: tuple(poker.parse_cards(names)) for seat, names in pools.items()}}
     _start_round(st, [])
     _run(st, [])
     return st
@@ -580,6 +580,7 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
     st.passed = tuple(passed)
     st.battles = battles
     st.battle_lands = {seat: tuple(lands) for seat, lands in lands_of.items()}
+    pools = dict(st.pools)  # replaced, never changed in place (State.clone shares it)
     required = []
     for seat in range(st.seats):
         lands = lands_of.get(seat)
@@ -592,8 +593,9 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
         if len(lands) == 1:  # one table: nothing to decide
             battles[lands[0]].hands[seat] = pool
         else:
-            st.pools[seat] = pool
+            pools[seat] = pool
             required.append(seat)
+    st.pools = pools
     _enter(st, ASSIGN, required)
 
 
@@ -604,7 +606,11 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     excluded = set()
     for land in lands:
         excluded.update(tables[land].flop)
-    stacked = [c for c in st.pool_stack.pop(seat, ()) if c not in excluded] if st.pool_stack else []
+    stacked = []
+    if st.pool_stack:  # test support; replaced, never changed in place (State.clone shares it)
+        stack = dict(st.pool_stack)
+        stacked = [c for c in stack.pop(seat, ()) if c not in excluded]
+        st.pool_stack = stack
     excluded.update(stacked)
     rest = list(_FULL_DECK)  # the cards not excluded, ascending: card c sits at index c until removed
     for card in sorted(excluded, reverse=True):

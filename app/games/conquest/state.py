@@ -2,7 +2,8 @@
 
 Copy-on-write discipline: a :class:`State` handed to a caller is never changed again. ``apply``
 stores a plain submission on ``state.clone_submission()`` (only ``submissions`` copied) and resolves
-a phase on ``state.clone()`` (containers and battles copied, rng cloned). :class:`Table` and
+a phase on ``state.clone()`` (the containers a resolution changes in place and the open battles
+copied, rng cloned). :class:`Table` and
 :class:`~app.games.conquest.board.Board` are immutable.
 
 A *dealt card* is the pair ``(card, token)``: ``card`` is an int 0..51 (``rank * 4 + suit``, the
@@ -256,8 +257,10 @@ class State:
         return new
 
     def clone(self) -> "State":
-        """A copy safe to change anywhere: containers and battles are copied, tables (immutable)
-        and the board are shared, the rng is cloned."""
+        """A copy safe to change as resolutions do: the containers they change in place (owner,
+        mana, out_round, tables, submissions) and the open battles are copied; ``attacks``,
+        ``pools``, ``pool_stack`` (only ever replaced), settled battles, tables (immutable) and the
+        board are shared; the rng is cloned."""
         new = State.__new__(State)
         new.seats = self.seats
         new.options = self.options
@@ -274,7 +277,7 @@ class State:
         new.tables = list(self.tables)
         new.required = self.required
         new.submissions = dict(self.submissions)
-        new.attacks = dict(self.attacks)
+        new.attacks = self.attacks  # attacks, pools and pool_stack are replaced, never changed in place
         new.defences = self.defences
         new.passed = self.passed
         # a settled battle never changes again: only open ones are copied
@@ -283,8 +286,8 @@ class State:
             battles[land] = battle if battle.stage == STAGE_DONE else battle.copy()
         new.battles = battles
         new.battle_lands = self.battle_lands
-        new.pools = dict(self.pools)
-        new.pool_stack = dict(self.pool_stack)
+        new.pools = self.pools
+        new.pool_stack = self.pool_stack
         new.result = self.result
         new.targets = self.targets
         new.view_memo = {}
