@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from .conftest import screenshot, sign_in
 
 
@@ -33,9 +35,21 @@ def test_play_warrior_against_bots(pages):
         seen[kind] = seen.get(kind, 0) + 1
         version = ann.evaluate("window.__bannerfall.state.version")
         if kind == "keep":
-            for card in ann.locator("#hand button.wcard").all()[: decision["keep"]]:
-                card.click()
-            ann.click("#submit-keep:not([disabled])")
+            # pick cards until the page enables the button (a click made while the page is busy
+            # with another answer, or just before a re-render, may not count: look, then click again)
+            for _ in range(100):
+                if ann.locator("#hand").count() == 0:
+                    break  # the phase ended meanwhile (its deadline)
+                try:
+                    submit = ann.locator("#submit-keep:not([disabled])")
+                    if submit.count():
+                        submit.click(timeout=2000)
+                        break
+                    if ann.locator("#hand button.wcard.chosen").count() < decision["keep"]:
+                        ann.locator("#hand button.wcard:not(.chosen)").first.click(timeout=2000)
+                except PlaywrightTimeout:
+                    pass
+                time.sleep(0.1)
         elif kind == "place_wizards":
             ann.click("#submit-wizards")
         elif kind == "siege":
