@@ -98,9 +98,9 @@ class Battle:
     - ``finalists``: participants whose hands reached the final (shown to all, 4.1);
       ``ranks``: finalist -> evaluator rank (lower is stronger).
     - ``view_memo``: not part of the match — this battle's views already built
-      (:mod:`app.games.conquest.view`). A battle handed out in a state never changes again (states
-      copy open battles before a resolution), so the memo stays valid for as long as the object
-      lives; :meth:`copy` starts an empty one.
+      (:mod:`app.games.conquest.view`; None until the first). A battle handed out in a state never
+      changes again (states copy open battles before a resolution), so the memo stays valid for as
+      long as the object lives; :meth:`copy` starts without one.
     """
 
     __slots__ = (
@@ -131,7 +131,7 @@ class Battle:
         self.result: str | None = None
         self.finalists: tuple[int, ...] = ()
         self.ranks: dict[int, int] = {}
-        self.view_memo: dict[int, dict[str, Any]] = {}
+        self.view_memo: dict[int, dict[str, Any]] | None = None  # made by the first view
 
     def copy(self) -> "Battle":
         new = Battle.__new__(Battle)
@@ -154,7 +154,7 @@ class Battle:
         new.result = self.result
         new.finalists = self.finalists
         new.ranks = self.ranks
-        new.view_memo = {}
+        new.view_memo = None
         return new
 
     def live(self) -> list[int]:

@@ -203,6 +203,8 @@ def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
         else:
             key = viewer
         memo = battle.view_memo
+        if memo is None:
+            memo = battle.view_memo = {}
         shown = memo.get(key)
         if shown is None:
             shown = memo[key] = _battle_view(state, battle, key, admin)
