@@ -6,11 +6,10 @@ The package is split into ``state`` (data), ``board`` (hex map), ``poker`` (hand
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar
 
 from pydantic import BaseModel
 
-from app.games.base import Event, Outcome, Prompt
 from app.games.conquest import rules, view as _view
 from app.games.conquest.state import Options, State
 
@@ -24,23 +23,14 @@ class ConquestGame:
     max_seats: ClassVar[int] = 4
     Options: ClassVar[type[BaseModel]] = Options
 
-    def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
-        return rules.setup(seats, options, seed)
-
-    def prompts(self, state: State) -> list[Prompt]:
-        return rules.prompts(state)
-
-    def apply(self, state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
-        return rules.apply(state, seat, action)
-
-    def view(self, state: State, viewer: int) -> dict[str, Any]:
-        return _view.view(state, viewer)
-
-    def outcome(self, state: State) -> Outcome | None:
-        return rules.outcome(state)
-
-    def hidden_tokens(self, state: State, viewer: int) -> set[str]:
-        return _view.hidden_tokens(state, viewer)
+    # The engine's functions themselves (no wrapper frame on the hot path); signatures as in
+    # ``app.games.base.Game``.
+    setup = staticmethod(rules.setup)  # (seats, options, seed) -> State
+    prompts = staticmethod(rules.prompts)  # (state) -> list[Prompt]
+    apply = staticmethod(rules.apply)  # (state, seat, action) -> (State, list[Event])
+    view = staticmethod(_view.view)  # (state, viewer) -> dict
+    outcome = staticmethod(rules.outcome)  # (state) -> Outcome | None
+    hidden_tokens = staticmethod(_view.hidden_tokens)  # (state, viewer) -> set[str]
 
 
 GAME = ConquestGame()
