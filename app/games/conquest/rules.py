@@ -280,17 +280,19 @@ def attackable(state: State, seat: int) -> list[int]:
 def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
     """Living seat -> lands adjacent to one it controls now and not its own, ascending (2.1)."""
     masks = state.board.neighbour_masks
-    owned = [0] * state.seats  # bit sets of lands
-    near = [0] * state.seats
-    for land, who in enumerate(state.owner):
-        if who != NEUTRAL:
-            owned[who] |= 1 << land
-            near[who] |= masks[land]
+    owner = state.owner
+    find = owner.index
     targets = {}
     out_round = state.out_round
     for seat in range(state.seats):
         if out_round[seat] == 0:
-            free = near[seat] & ~owned[seat]
+            owned = near = 0  # bit sets of lands
+            land = -1
+            for _ in range(owner.count(seat)):
+                land = find(seat, land + 1)
+                owned |= 1 << land
+                near |= masks[land]
+            free = near & ~owned
             lands: tuple[int, ...] = ()
             for byte_lands in _BYTE_LANDS:  # the set bits, a byte at a time
                 if not free:
@@ -881,9 +883,12 @@ def _end_round(st: State, events: list[Event]) -> None:
         _finish_match(st, counts, "last_standing", events)
         return
     mana = st.mana
-    for land, owner in enumerate(owners):
-        if owner != NEUTRAL:
-            mana[owner] += land_income(st, owner, land)
+    find = owners.index
+    for seat in alive:  # every land a seat controls, ascending (only living seats control any)
+        land = -1
+        for _ in range(counts[seat]):
+            land = find(seat, land + 1)
+            mana[seat] += land_income(st, seat, land)
     events.append(Event("income", {"mana": list(mana), "tables": counts}))
     if st.round >= st.options.max_rounds:
         _finish_match(st, counts, "max_rounds", events)
