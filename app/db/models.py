@@ -59,9 +59,14 @@ class Match(Base):
     #: deadlines at creation: {"<phase_id>": due_at epoch seconds}
     deadlines: Mapped[dict[str, float]] = mapped_column(JSON)
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: the last durable version (the log's highest ``seq``); log writes check and advance it
     version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: fencing token: raised by every node that takes the match over; log writes are conditional on it
+    owner_epoch: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: the node that holds ``owner_epoch`` (informational)
+    owner_node: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class MatchAction(Base):
@@ -84,3 +89,5 @@ class MatchAction(Base):
 
 
 Index("ix_matches_status_game", Match.status, Match.game)
+#: one seat per player per lobby (NULL players, i.e. empty seats, are distinct)
+Index("uq_lobby_seats_player", LobbySeat.lobby_id, LobbySeat.player_id, unique=True)
