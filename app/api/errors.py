@@ -101,7 +101,7 @@ def install(app: FastAPI) -> None:
         details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in errors]
         first = details[0] if details else {"loc": [], "msg": "invalid request"}
         # our Text check, or pydantic's JSON parser refusing a lone surrogate escape ("\ud800")
-        text = [d for d, e in zip(details, errors) if e.get("type") in ("invalid_text", "string_unicode")]
+        text = [d for d, e in zip(details, errors, strict=True) if e.get("type") in ("invalid_text", "string_unicode")]
         code = "invalid_text" if text else "invalid_request"
         shown = text[0] if text else first
         return JSONResponse(

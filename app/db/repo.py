@@ -92,7 +92,8 @@ class Repository:
         lobby["seats"] = [dict(s._mapping) for s in seats]
         return lobby
 
-    async def lobbies(self, status: str | None = "open", game: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    async def lobbies(self, status: str | None = "open", game: str | None = None,
+                      limit: int = 100) -> list[dict[str, Any]]:
         q = select(lobbies_t).order_by(lobbies_t.c.created_at.desc()).limit(limit)
         if status:
             q = q.where(lobbies_t.c.status == status)
@@ -175,9 +176,9 @@ class Repository:
         except IntegrityError:
             # The unique index refused a second seat: only possible if the lock above was bypassed
             # (another writer); the answer is the same as for an already seated player.
-            lobby = await self.lobby(lobby_id)
-            if lobby is not None and any(s["player_id"] == player_id for s in lobby["seats"]):
-                return lobby
+            now = await self.lobby(lobby_id)
+            if now is not None and any(s["player_id"] == player_id for s in now["seats"]):
+                return now
             raise
 
     async def leave_lobby(self, lobby_id: str, player_id: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ def _migrate_together(url: str, n: int = 4) -> list[tuple[int, str]]:
     env = {**os.environ, "BANNERFALL_DATABASE_URL": url, "BANNERFALL_LOG_LEVEL": "warning"}
     procs = [subprocess.Popen([sys.executable, "-m", "app.cli", "migrate"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(n)]
-    return [(p.wait(120), p.stdout.read().decode(errors="replace")[-2000:]) for p in procs]
+    return [(p.wait(120), p.communicate()[0].decode(errors="replace")[-2000:]) for p in procs]
 
 
 async def _schema(url: str) -> tuple[list[str], set[str]]:
@@ -36,6 +36,7 @@ async def _schema(url: str) -> tuple[list[str], set[str]]:
 
 
 def _wait_ready(node: ServerProcess, timeout: float) -> None:
+    assert node.proc is not None
     deadline = time.time() + timeout
     while time.time() < deadline:
         if node.proc.poll() is not None:
@@ -54,7 +55,9 @@ def _head() -> str:
 
     from app.db.migrate import alembic_config
 
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None
+    return head
 
 
 @pytest.mark.parametrize("trial", range(3))

@@ -45,7 +45,7 @@ async def test_lobby_lifecycle(server):
         lobby = await host.create_lobby("provinces", 3, {"turn_seconds": 30})
         assert lobby["status"] == "open" and lobby["options"]["turn_seconds"] == 30
         assert lobby["seats"][0]["player"]["name"] == "host"
-        assert lobby["id"] in [l["id"] for l in await guest.lobbies()]
+        assert lobby["id"] in [x["id"] for x in await guest.lobbies()]
         lobby = await guest.join(lobby["id"])
         assert lobby["seats"][1]["player"]["name"] == "guest"
         again = await guest.join(lobby["id"], seat=2)  # idempotent: the seat they hold, whatever they ask

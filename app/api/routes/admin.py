@@ -23,7 +23,8 @@ MAX_INT = 2**31 - 1
 async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep,
                        status: Annotated[Text | None, Query(max_length=16)] = None,
                        game: Annotated[Text | None, Query(max_length=32)] = None,
-                       limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0, le=MAX_INT)) -> list[MatchPublic]:
+                       limit: int = Query(100, ge=1, le=500),
+                       offset: int = Query(0, ge=0, le=MAX_INT)) -> list[MatchPublic]:
     rows = await repo.matches(status=status, game=game, limit=limit, offset=offset)
     out = [match_public(m) for m in rows]
     for m, row in zip(out, rows):
@@ -75,8 +76,10 @@ async def match_replay(match_id: MatchId, repo: RepoDep, _admin: AdminDep,
             "view": result.game.view(result.state, ADMIN), "events": events}
 
 
-@router.post("/matches/{match_id}/abort", response_model=MatchPublic, responses=responses(401, 403, 404, 409))
-async def abort(match_id: MatchId, manager: ManagerDep, admin: AdminDep, body: AbortRequest | None = None) -> MatchPublic:
+@router.post("/matches/{match_id}/abort", response_model=MatchPublic,
+             responses=responses(401, 403, 404, 409))
+async def abort(match_id: MatchId, manager: ManagerDep, admin: AdminDep,
+                body: AbortRequest | None = None) -> MatchPublic:
     reason = (body or AbortRequest()).reason
     try:
         runner = await manager.abort(match_id, reason, admin["id"])

@@ -146,4 +146,7 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
         await manager.create_match(lobby["game"], lobby["options"], seats, lobby_id=lobby_id)
     except LobbyRefused as exc:
         raise _refused(exc) from None
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+    started = await repo.lobby(lobby_id)
+    if started is None:  # lobbies are never deleted while a node serves them
+        raise not_found("lobby")
+    return await lobby_public(repo, started)
