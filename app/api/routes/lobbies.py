@@ -31,7 +31,9 @@ async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
     return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k != "seats"})
 
 
-async def _lobby_or_404(repo: Repository, lobby_id: str) -> dict[str, Any]:
+async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
+    """An unlocked read, for the host check only (the host never changes); the change itself runs
+    in the repository under the lobby's lock and checks the status again there."""
     lobby = await repo.lobby(lobby_id)
     if lobby is None:
         raise not_found("lobby")
@@ -114,7 +116,7 @@ async def fill_bots(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep,
                     body: BotsRequest | None = None) -> LobbyPublic:
     """Fill empty seats with bots (host only): ``kind`` random or smart, ``count`` seats at most."""
     body = body or BotsRequest()
-    lobby = await _lobby_or_404(repo, lobby_id)
+    lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:
         raise ApiError(403, "not_host", "only the host can add bots")
     try:
@@ -138,7 +140,7 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
     """Start the match (host only, every seat filled). The lobby's ``match_id`` names it. The seats
     are read, the match inserted and the lobby marked started in one transaction under the lobby's
     lock, so a concurrent leave or join either happened before (and is in the match) or is refused."""
-    lobby = await _lobby_or_404(repo, lobby_id)
+    lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:  # the host never changes: no lock needed to check it
         raise ApiError(403, "not_host", "only the host can start")
     seats = [{"player_id": s["player_id"], "name": "", "bot": s["bot"]} for s in lobby["seats"]]
