@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn
 
 import typer
 
@@ -82,7 +82,7 @@ def shown_url(url: str) -> str:
 
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure becomes one line
         return url.split("@")[-1]
 
 
@@ -174,7 +174,7 @@ def _read_database_url(option: str | None) -> tuple[str, str]:
               "BANNERFALL_DATABASE_URL" if os.environ.get("BANNERFALL_DATABASE_URL") else "the default")
     try:
         path = _sqlite_path(url)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure becomes one line
         _fail(f"not a database URL: {url!r} (from {source})")
     if path is not None and (not str(path) or str(path) == ":memory:" or not path.is_file()):
         shown = path.resolve() if str(path) else "(none)"
@@ -312,16 +312,16 @@ def _serve(host, port, database_url) -> None:
 
 
 @cli.command()
-def serve(host: Optional[str] = typer.Option(None, help="bind address (default 127.0.0.1)"),
-          port: Optional[int] = typer.Option(None, help="port (default 8000)"),
-          database_url: Optional[str] = typer.Option(None, help="overrides BANNERFALL_DATABASE_URL"),
+def serve(host: str | None = typer.Option(None, help="bind address (default 127.0.0.1)"),
+          port: int | None = typer.Option(None, help="port (default 8000)"),
+          database_url: str | None = typer.Option(None, help="overrides BANNERFALL_DATABASE_URL"),
           workers_note: bool = typer.Option(False, hidden=True)) -> None:
     """Run a server node: checks its port, database and Redis, applies migrations, then HTTP + WebSocket."""
     _run(_serve, host, port, database_url)
 
 
 @cli.command()
-def migrate(database_url: Optional[str] = typer.Option(None, help="overrides BANNERFALL_DATABASE_URL")) -> None:
+def migrate(database_url: str | None = typer.Option(None, help="overrides BANNERFALL_DATABASE_URL")) -> None:
     """Apply Alembic migrations up to head."""
     def body() -> None:
         url = _settings(database_url=database_url).database_url
@@ -392,13 +392,13 @@ def _replay(match_id: str, database_url: str | None, events: bool) -> None:
         return
     wire = out.to_wire()
     typer.echo(f"{len(actions)} actions replayed; match over: {reason_text(game.id, wire['reason'])}")
-    for line in _standings(game.id, wire, names):
-        typer.echo(line)
+    for standing in _standings(game.id, wire, names):
+        typer.echo(standing)
 
 
 @cli.command()
 def replay(match_id: str = typer.Argument(..., help="a match id, or its first 8 or more characters"),
-           database_url: Optional[str] = typer.Option(None, help=_DB_HELP),
+           database_url: str | None = typer.Option(None, help=_DB_HELP),
            events: bool = typer.Option(False, help="print every event, hidden cards included (admin view)")) -> None:
     """Re-run a match's log from its seed and print what happened."""
     _run(_replay, match_id, database_url, events)
@@ -406,7 +406,8 @@ def replay(match_id: str = typer.Argument(..., help="a match id, or its first 8 
 
 def _verify(match_id: str, database_url: str | None) -> None:
     from app.games.base import seed_commitment
-    from app.runtime.replay import ReplayMismatch, replay as do_replay
+    from app.runtime.replay import ReplayMismatch
+    from app.runtime.replay import replay as do_replay
 
     url, _source = _read_database_url(database_url)
     match, actions = asyncio.run(_load(match_id, url))
@@ -435,7 +436,7 @@ def _verify(match_id: str, database_url: str | None) -> None:
 
 @cli.command()
 def verify(match_id: str = typer.Argument(..., help="a match id, or its first 8 or more characters"),
-           database_url: Optional[str] = typer.Option(None, help=_DB_HELP)) -> None:
+           database_url: str | None = typer.Option(None, help=_DB_HELP)) -> None:
     """Check a match: its seed matches the public hash and its log reproduces the recorded result."""
     _run(_verify, match_id, database_url)
 
@@ -452,7 +453,7 @@ def normalise_url(raw: str) -> str:
         text = "http://" + text
     try:
         url = httpx.URL(text)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure becomes one line
         _fail(f"--url {raw!r} is not a URL (e.g. http://127.0.0.1:8000)")
     if url.scheme not in ("http", "https") or not url.host:
         _fail(f"--url {raw!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000)")
@@ -545,7 +546,7 @@ def _has_bot(bot_class, game: str, kind: str) -> bool:
         return False
 
 
-def _demo_cmd(game: str, players: int, url: Optional[str], bot: str, options: str, quiet: bool) -> None:
+def _demo_cmd(game: str, players: int, url: str | None, bot: str, options: str, quiet: bool) -> None:
     opts = _check_demo_args(game, players, bot, options)
     proc = None
     tmp = None
@@ -559,7 +560,7 @@ def _demo_cmd(game: str, players: int, url: Optional[str], bot: str, options: st
                    "BANNERFALL_DATABASE_URL": f"sqlite+aiosqlite:///{Path(tmp.name) / 'demo.db'}",
                    "BANNERFALL_LOG_LEVEL": "warning", "BANNERFALL_REDIS_URL": ""}
             env.pop("BANNERFALL_REDIS_URL")
-            log_file = open(log_path, "wb")
+            log_file = open(log_path, "wb")  # noqa: SIM115 - the server writes to it until stopped
             # a session of its own: Ctrl-C reaches the demo only, which then stops the server quietly
             proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, stdout=log_file,
                                     stderr=subprocess.STDOUT, start_new_session=True)
@@ -588,7 +589,7 @@ def _demo_cmd(game: str, players: int, url: Optional[str], bot: str, options: st
 @cli.command()
 def demo(game: str = typer.Option("provinces", help="provinces | conquest | warrior"),
          players: int = typer.Option(3, help="seats, all played by bots (provinces 2-6, others 2-4)"),
-         url: Optional[str] = typer.Option(None, help="a running server, e.g. http://127.0.0.1:8000; default: start one"),
+         url: str | None = typer.Option(None, help="a running server, e.g. http://127.0.0.1:8000; default: start one"),
          bot: str = typer.Option("smart", help="kind of bot in every seat: random | smart"),
          options: str = typer.Option("{}", help="lobby options as JSON"),
          quiet: bool = typer.Option(False, help="print only the standings")) -> None:
@@ -678,7 +679,7 @@ async def _close_lobby(rest, lobby_id: str | None, started: bool) -> None:
         return
     try:
         await asyncio.wait_for(rest.leave(lobby_id), 5)
-    except BaseException:
+    except Exception:  # noqa: BLE001, S110 - best-effort cleanup
         pass
 
 

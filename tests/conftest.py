@@ -55,7 +55,7 @@ def postgres_problem() -> str | None:
         try:
             asyncio.run(_pg_probe())
             _service_problems["pg"] = None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in one line
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             from urllib.parse import urlsplit
 
@@ -78,7 +78,7 @@ def redis_problem() -> str | None:
             client.ping()
             client.close()
             _service_problems["redis"] = None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in one line
             _service_problems["redis"] = (
                 f"the tests need Redis at {REDIS_URL} (BANNERFALL_TEST_REDIS), but: {exc}. Fix: start redis-server "
                 f"on 127.0.0.1:6379 or point BANNERFALL_TEST_REDIS at one (README, 'Tests')")
@@ -204,7 +204,7 @@ class ServerProcess:
         folder = ServerProcess.log_dir or Path(self._own_dir)
         self.log_path = folder / f"bannerfall-test-{self.port}-{uuid.uuid4().hex[:6]}.log"
 
-    def start(self, timeout: float = 60.0) -> "ServerProcess":
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
                "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}", **self.extra_env}

@@ -25,7 +25,7 @@ for _name in ("BANNERFALL_DATABASE_URL", "BANNERFALL_REDIS_URL", "BANNERFALL_POR
 
 
 def cli(*args: str, cwd=None, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd or ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd or ROOT, check=False, capture_output=True,
                           text=True, timeout=timeout, env={**ENV, **(env or {})})
 
 
@@ -255,5 +255,5 @@ def test_serve_runs_on_a_plain_postgresql_url():
 
 @pytest.mark.skipif(shutil.which("bannerfall") is None, reason="the console script is not installed")
 def test_console_script_gives_the_same_one_line():
-    res = subprocess.run(["bannerfall", "demo", "--game", "chess"], capture_output=True, text=True, timeout=30, env=ENV)
+    res = subprocess.run(["bannerfall", "demo", "--game", "chess"], check=False, capture_output=True, text=True, timeout=30, env=ENV)
     assert res.returncode == 2 and "unknown game" in one_line_error(res)
