@@ -257,3 +257,21 @@ def test_serve_runs_on_a_plain_postgresql_url():
 def test_console_script_gives_the_same_one_line():
     res = subprocess.run(["bannerfall", "demo", "--game", "chess"], check=False, capture_output=True, text=True, timeout=30, env=ENV)
     assert res.returncode == 2 and "unknown game" in one_line_error(res)
+
+
+def test_ctrl_c_during_a_demo_with_its_own_server_stops_that_server(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "demo", "--game", "conquest", "--players", "4"],
+                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert " on http://127.0.0.1:" in first, first + proc.stderr.read()
+        url = first.rsplit(" on ", 1)[1].strip()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.strip() == "bannerfall: interrupted", err
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url + "/healthz", timeout=5)
+    assert list(tmp_path.iterdir()) == []
