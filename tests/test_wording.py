@@ -22,7 +22,8 @@ def _python_lines() -> list:
         for ev in events:
             line = describe(game, ev, NAMES.__getitem__)
             out.append(None if line is None else
-                       {"text": line.text, "kind": line.kind, "seat": line.seat, "private": line.private})
+                       {"text": line.text, "kind": line.kind, "seat": line.seat, "private": line.private,
+                        "known": line.known})
     return out
 
 
@@ -49,7 +50,13 @@ def test_final_scores_and_reasons_in_words():
 
 def test_unknown_event_falls_back_to_its_type_in_words():
     line = describe("provinces", {"type": "something_new", "seat": 1}, NAMES.__getitem__)
-    assert line is not None and line.text == "something new" and line.kind == "minor"
+    assert line is not None and line.text == "something new" and line.kind == "minor" and not line.known
+
+
+def test_every_recorded_event_type_has_its_own_wording():
+    for game, events in EVENTS.items():
+        for ev in events:
+            assert describe(game, ev, NAMES.__getitem__).known, (game, ev["type"])
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -25,12 +25,14 @@ _SYMBOLS = {"infantry": "⚔", "archer": "➹", "knight": "♞"}
 @dataclass(frozen=True)
 class Line:
     """One event as words: ``text``; ``kind`` (minor | normal | turn | battle | big); ``seat`` the
-    seat the line is about (None: nobody in particular); ``private`` True for an event only its seat sees."""
+    seat the line is about (None: nobody in particular); ``private`` True for an event only its seat sees;
+    ``known`` False when ``events.json`` has no entry for the event's type (the line is its type in words)."""
 
     text: str
     kind: str
     seat: int | None
     private: bool
+    known: bool = True
 
 
 @lru_cache(maxsize=1)
@@ -245,7 +247,8 @@ def describe(game: str, event: dict[str, Any], name: Callable[[int], str]) -> Li
     ``game``: a game id; ``event``: an event as on the wire (``{"type": ..., ...}``);
     ``name``: seat number -> player name."""
     spec = (wording().get(game) or {}).get("events", {})
-    entry = spec[event.get("type")] if event.get("type") in spec else wording()["default"]
+    known = event.get("type") in spec
+    entry = spec[event.get("type")] if known else wording()["default"]
     if entry is None:
         return None
     renderer = _Renderer(game, name)
@@ -253,7 +256,7 @@ def describe(game: str, event: dict[str, Any], name: Callable[[int], str]) -> Li
     seat_path = entry.get("seat", "seat")
     seat = _lookup([event], seat_path) if seat_path else None
     return Line(text=text, kind=entry.get("kind", "normal"), seat=seat if isinstance(seat, int) else None,
-                private=bool(entry.get("private", False)))
+                private=bool(entry.get("private", False)), known=known)
 
 
 def score_text(game: str, score: Any) -> str:

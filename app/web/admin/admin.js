@@ -272,7 +272,8 @@ async function openMatch(box, id) {
           const w = describeEvent(meta.game, ev, name) || { text: words(ev.type), kind: "minor", seat: null };
           const d = describe ? describe(ev, name) : null;
           return h("li", { class: `log-${w.kind || "normal"}` }, h("span.log-bar", { style: { background: seatColour(w.seat) } }),
-            d?.detail ? h("details", h("summary", w.text), d.detail) : h("span", w.text));
+            d?.detail ? h("details", h("summary", w.known || !d.text ? w.text : d.text), d.detail)
+              : h("span", w.known || !d?.text ? w.text : d.text));
         }))] : null));
   }
 

@@ -155,9 +155,11 @@ export async function renderMatch(root, matchId, { stillHere }) {
       if (!w) continue;
       const d = module.describe ? module.describe(ev, plainName) : null;
       const detail = d && d.detail;
+      // an event type events.json does not know yet keeps its game module's own words, if any
+      const text = w.known || !d?.text ? w.text : d.text;
       const item = h("li", { class: `log-${w.kind || "normal"}`, dataset: { type: ev.type, v: ev.v } },
         h("span.log-bar", { style: { background: seatColour(w.seat) } }),
-        detail ? h("details", h("summary", w.text), detail) : h("span", w.text));
+        detail ? h("details", h("summary", text), detail) : h("span", text));
       logList.prepend(item);
     }
     while (logList.children.length > 300) logList.lastChild.remove();

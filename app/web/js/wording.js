@@ -184,16 +184,18 @@ class Renderer {
   }
 }
 
-/** One event as {text, kind, seat, private}, or null when it is not shown. ``name``: seat -> name. */
+/** One event as {text, kind, seat, private, known}, or null when it is not shown. ``name``: seat -> name.
+ *  ``known`` is false when events.json has no entry for the type (the text is then the type in words). */
 export function describeEvent(game, ev, name) {
-  if (!wordingData) return { text: String(ev.type).replace(/_/g, " "), kind: "minor", seat: ev.seat ?? null, private: false };
+  if (!wordingData) return { text: String(ev.type).replace(/_/g, " "), kind: "minor", seat: ev.seat ?? null, private: false, known: false };
   const spec = (wordingData[game] || {}).events || {};
-  const entry = Object.prototype.hasOwnProperty.call(spec, ev.type) ? spec[ev.type] : wordingData.default;
+  const known = Object.prototype.hasOwnProperty.call(spec, ev.type);
+  const entry = known ? spec[ev.type] : wordingData.default;
   if (entry === null) return null;
   const r = new Renderer(game, name);
   const seatPath = entry.seat === undefined ? "seat" : entry.seat;
   const seat = seatPath ? lookup([ev], seatPath) : null;
-  return { text: r.render(entry.text, [ev]), kind: entry.kind || "normal", seat: typeof seat === "number" ? seat : null, private: !!entry.private };
+  return { text: r.render(entry.text, [ev]), kind: entry.kind || "normal", seat: typeof seat === "number" ? seat : null, private: !!entry.private, known };
 }
 
 /** A final score in the game's unit ("18 provinces"). */
