@@ -86,17 +86,22 @@ def test_demo_url_without_scheme_and_with_trailing_slash_plays(finished_match):
 
 # --- item 9: bad demo arguments, Ctrl-C ------------------------------------------------------
 
-def _open_lobbies(url: str) -> list:
-    return httpx.get(url + "/api/v1/lobbies", timeout=10).json()
+def _lobbies(url: str, status: str = "all") -> list[dict]:
+    """Every lobby on the server (as a fresh guest)."""
+    token = httpx.post(url + "/api/v1/players", json={"name": "counter"}, timeout=10).json()["token"]
+    resp = httpx.get(url + "/api/v1/lobbies", params={"status": status}, timeout=10,
+                     headers={"Authorization": f"Bearer {token}"})
+    resp.raise_for_status()
+    return resp.json()
 
 
 def test_unknown_bot_creates_nothing_on_the_server(sqlite_server):
-    before = _open_lobbies(sqlite_server.url)
+    before = [lobby["id"] for lobby in _lobbies(sqlite_server.url)]
     res = cli("demo", "--url", sqlite_server.url, "--bot", "genius", timeout=30)
     assert res.returncode == 2
     line = one_line_error(res)
     assert "genius" in line and "random" in line and "smart" in line
-    assert _open_lobbies(sqlite_server.url) == before
+    assert [lobby["id"] for lobby in _lobbies(sqlite_server.url)] == before
 
 
 def test_unknown_game_lists_the_games():
@@ -276,3 +281,33 @@ def test_ctrl_c_during_a_demo_with_its_own_server_stops_that_server(tmp_path):
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/healthz", timeout=5)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_demo_that_fails_before_its_match_starts_closes_its_lobby(sqlite_server, monkeypatch):
+    """The server refuses the start (faked here: the only step that is not the server's own): the
+    lobby the demo made is closed again, and the error is one line naming the server."""
+    import asyncio
+
+    from app import cli as cli_module
+    from app.client import ApiError, RestClient
+
+    async def refuse(self, lobby_id):
+        raise ApiError(409, "seats_empty", "every seat needs a player or a bot")
+
+    made: list[str] = []
+    create = RestClient.create_lobby
+
+    async def create_and_note(self, *args, **kwargs):
+        lobby = await create(self, *args, **kwargs)
+        made.append(lobby["id"])
+        return lobby
+
+    monkeypatch.setattr(RestClient, "start", refuse)
+    monkeypatch.setattr(RestClient, "create_lobby", create_and_note)
+    with pytest.raises(cli_module.CliError) as err:
+        asyncio.run(cli_module._demo(sqlite_server.url, "provinces", 2, "smart", {}, True))
+    assert err.value.message == f"{sqlite_server.url} refused: every seat needs a player or a bot (seats_empty)"
+    assert len(made) == 1
+    lobby = next(x for x in _lobbies(sqlite_server.url) if x["id"] == made[0])
+    assert lobby["status"] == "closed", lobby
+    assert made[0] not in [x["id"] for x in _lobbies(sqlite_server.url, "open")]
