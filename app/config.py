@@ -8,7 +8,7 @@ import socket
 import uuid
 from functools import cached_property
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -52,6 +52,18 @@ class Settings(BaseSettings):
     #: Seconds a bot waits before acting (0 = at once); makes demos watchable.
     bot_delay_seconds: float = Field(0.0, ge=0)
     log_level: str = "info"
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        """Accept the usual sync spellings and name the async driver: ``postgresql://`` and
+        ``postgres://`` become ``postgresql+asyncpg://``, ``sqlite://`` becomes ``sqlite+aiosqlite://``."""
+        url = url.strip()
+        for plain, async_ in (("postgresql://", "postgresql+asyncpg://"), ("postgres://", "postgresql+asyncpg://"),
+                              ("sqlite://", "sqlite+aiosqlite://")):
+            if url.startswith(plain):
+                return async_ + url[len(plain):]
+        return url
 
     @cached_property
     def node(self) -> str:
