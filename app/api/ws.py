@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import struct
 from typing import Any, Callable
 
 import orjson
@@ -238,9 +240,22 @@ async def release(ws: WebSocket, transport: Any, deadline: float, metrics: Any =
         await asyncio.sleep(0.05)
     if transport.is_closing() and transport.get_write_buffer_size() == 0:
         return
+    _reset_on_close(transport)
     transport.abort()
     if metrics is not None:
         metrics.socket_aborts.inc()
+
+
+def _reset_on_close(transport: Any) -> None:
+    """Make closing the socket send a TCP reset (``SO_LINGER`` 0): otherwise the kernel keeps an
+    orphaned connection with the unsent bytes, probing a zero window for minutes."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except (OSError, AttributeError, TypeError):
+        pass
 
 
 async def _refuse(ws: WebSocket, message: dict[str, Any], code: int, close_seconds: float) -> None:
