@@ -13,6 +13,7 @@ class Table:
     match_id: str
     players: list[RestClient]          # by seat; None-free for human seats
     seats: list[dict[str, Any]] = field(default_factory=list)
+    lobby_id: str = ""
 
     async def close(self) -> None:
         for p in self.players:
@@ -34,7 +35,7 @@ async def start_match(url: str, game: str, humans: int, *, bots: int = 0, option
         await players[0].fill_bots(lobby["id"], bot_kind)
     lobby = await players[0].start(lobby["id"])
     match = await players[0].match(lobby["match_id"])
-    return Table(lobby["match_id"], players, match["seats"])
+    return Table(lobby["match_id"], players, match["seats"], lobby["id"])
 
 
 async def connect(url: str, match_id: str, token: str | None, **kw) -> tuple[MatchSocket, dict[str, Any]]:
