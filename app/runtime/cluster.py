@@ -313,7 +313,12 @@ class Cluster:
         subscriber on its channel) are dropped."""
         nodes = {peer.node for peer in self.remote_peers.values()}
         for node in nodes:
-            if not await self.node_alive(node):
+            try:
+                alive = await self.node_alive(node)
+            except Exception as exc:  # Redis down: keep them; the inbox resyncs after the reconnect
+                log.warning("could not check node %s: %s", node, type(exc).__name__)
+                break
+            if not alive:
                 gone = [p for p in self.remote_peers.values() if p.node == node]
                 log.warning("node %s is gone: dropping its %d sockets here", node, len(gone))
                 for peer in gone:

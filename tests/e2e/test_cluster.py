@@ -10,7 +10,7 @@ import websockets
 
 from app.client import RestClient
 from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess
-from tests.e2e.helpers import connect, my_prompt, recv_until, start_match
+from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -22,6 +22,8 @@ def cluster_env():
     prefix = f"bftest:{uuid.uuid4().hex[:8]}:"
     env = {"BANNERFALL_REDIS_URL": REDIS_URL, "BANNERFALL_REDIS_PREFIX": prefix, "BANNERFALL_LEASE_SECONDS": "3"}
     nodes = [ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": f"node-{i}"}) for i in range(2)]
+    for n in nodes:
+        n.prefix, n.redis_url = prefix, REDIS_URL
     nodes[0].start()
     nodes[1].admin_token = nodes[0].admin_token
     nodes[1].start()
@@ -71,6 +73,7 @@ async def test_node_killed_mid_phase_another_takes_over(cluster_env):
     a, b = cluster_env
     admin = RestClient(b.url, a.admin_token)
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 8})
+    a, b = by_owner((a, b), table.match_id)  # another node's sweep may claim a new match first
     try:
         s0, st0 = await connect(a.url, table.match_id, table.players[0].token)
         s1, st1 = await connect(b.url, table.match_id, table.players[1].token)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import signal
@@ -32,7 +31,7 @@ from app.client import RestClient
 from app.client.socket import play, ws_url
 from app.runtime.bots import make_bot
 from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess, free_port
-from tests.e2e.helpers import connect, my_prompt, recv_until, start_match
+from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match
 from tests.e2e.test_slow_clients import _frame
 
 TCP_ESTABLISHED = 1
@@ -108,10 +107,13 @@ def _cluster(extra: dict[str, str], redis_url: str = REDIS_URL):
            **extra}
     nodes = [ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": f"node-{i}-{uuid.uuid4().hex[:4]}"})
              for i in range(2)]
+    for n in nodes:
+        n.prefix, n.redis_url = prefix, redis_url
     nodes[0].start()
     nodes[1].admin_token = nodes[0].admin_token
     nodes[1].start()
     return db, prefix, nodes
+
 
 
 def _cleanup(db, prefix, nodes, redis_url: str = REDIS_URL) -> None:
@@ -190,8 +192,9 @@ async def _fill_until_dropped(url: str, table, on_dropped) -> None:
         while not on_dropped() and time.monotonic() - started < 150 and not player.done():
             await asyncio.sleep(0.1)
     finally:
-        player.cancel()
-        await asyncio.gather(player, return_exceptions=True)
+        while not player.done():  # Python 3.11's wait_for can swallow one cancel: insist
+            player.cancel()
+            await asyncio.wait({player}, timeout=1)
         await me.close()
 
 
@@ -201,6 +204,7 @@ async def test_slow_reader_on_a_non_owner_node_is_released_and_the_owner_stops_p
     socket and link counts go back down, and node a drops the remote peer (no more fan-out)."""
     a, b = tight_cluster
     table = await start_match(a.url, "provinces", 1, bots=5, options={"turn_seconds": 600, "max_rounds": 1000})
+    a, b = by_owner((a, b), table.match_id)
     watcher = RestClient(b.url)
     await watcher.register("slow")
     try:
@@ -246,6 +250,7 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
     prefix, (a, b) = cluster_env
     admin = RestClient(a.url, a.admin_token)
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 600})
+    a, b = by_owner((a, b), table.match_id)
     try:
         s0, st0 = await connect(a.url, table.match_id, table.players[0].token)
         s1, st1 = await connect(b.url, table.match_id, table.players[1].token)
@@ -296,6 +301,7 @@ async def test_act_to_a_paused_owner_gets_act_unanswered_then_4503_and_a_new_soc
     LINK_ANSWER_SECONDS (1 s); both checked with 2 s of slack."""
     a, b = slow_owner_cluster
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 600})
+    a, b = by_owner((a, b), table.match_id)
     try:
         s1, st1 = await connect(b.url, table.match_id, table.players[1].token)
         a.proc.send_signal(signal.SIGSTOP)
@@ -323,6 +329,7 @@ async def test_socket_for_a_dead_owner_is_answered_at_once_then_reconnects(clust
     ``match_unavailable`` with ``retry_after`` and 1013 within 2 s; a reconnect soon gets the state."""
     _prefix, (a, b) = cluster_env
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 600})
+    a, b = by_owner((a, b), table.match_id)
     try:
         a.kill9()
         got, code, seconds = await raw_connect(b.url, table.match_id,
@@ -349,7 +356,7 @@ async def test_socket_for_a_dead_owner_is_answered_at_once_then_reconnects(clust
 def outage_cluster(private_redis):
     redis_url, proc = private_redis
     db, prefix, nodes = _cluster({"BANNERFALL_SOCKET_SETUP_SECONDS": "2"}, redis_url=redis_url)
-    yield proc, nodes
+    yield proc, nodes, prefix, redis_url
     _cleanup(db, prefix, nodes, redis_url)
 
 
@@ -358,9 +365,10 @@ async def test_new_socket_during_a_redis_outage_gets_storage_unavailable_and_101
     b (which must ask Redis who owns the match) gets ``storage_unavailable`` and 1013 within
     SOCKET_SETUP_SECONDS (2 s here, with 3 s of slack), and node b logs one line per attempt, with
     no traceback from the socket."""
-    proc, (a, b) = outage_cluster
+    proc, (a, b), prefix, redis_url = outage_cluster
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 600})
     try:
+        a, b = by_owner((a, b), table.match_id)
         proc.kill()
         proc.wait(5)
         for _ in range(2):
@@ -381,9 +389,38 @@ async def test_new_socket_during_a_redis_outage_gets_storage_unavailable_and_101
 def pg_server():
     db = PostgresDatabase()
     srv = ServerProcess(db.create()).start()
+    srv.db = db
     yield srv
     srv.stop()
     db.drop()
+
+
+async def test_new_socket_when_the_database_is_gone_gets_storage_unavailable_and_1013(pg_server):
+    """The server's database disappears (dropped WITH (FORCE): every connection is cut, every new one
+    fails): a new socket gets ``storage_unavailable`` with ``retry_after`` and 1013, one log line per
+    attempt and no traceback from the socket."""
+    import asyncpg
+
+    from tests.conftest import PG_ADMIN_URL
+
+    url = pg_server.url
+    table = await start_match(url, "conquest", 2, options={"phase_seconds": 600})
+    try:
+        conn = await asyncpg.connect(PG_ADMIN_URL)
+        try:
+            await conn.execute(f'DROP DATABASE "{pg_server.db.name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+        for _ in range(2):
+            got, code, seconds = await raw_connect(url, table.match_id, {"type": "hello",
+                                                                         "token": table.players[1].token})
+            assert code == 1013 and seconds < 8, (code, seconds)
+            assert got[-1]["code"] == "storage_unavailable" and got[-1]["retry_after"] >= 1
+        logs = pg_server.logs()
+        assert logs.count("bannerfall.ws: socket for match") == 2, logs[-2000:]
+        assert "Exception in ASGI application" not in logs and "app/api/ws.py" not in logs
+    finally:
+        await table.close()
 
 
 async def test_nul_and_utf8_size_on_the_socket(pg_server):
