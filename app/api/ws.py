@@ -14,7 +14,7 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -298,7 +298,7 @@ async def _guarded(awaitable, seconds: float, what: str, match_id: str):
     raise _Unavailable(what)
 
 
-def _decode(message: dict[str, Any], limit: int) -> tuple[Any, str | None]:
+def _decode(message: Mapping[str, Any], limit: int) -> tuple[Any, str | None]:
     """A received frame as JSON: (value, None) or (None, error code)."""
     raw = message.get("text")
     if raw is None:

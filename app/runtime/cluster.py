@@ -261,26 +261,26 @@ class Cluster:
             since = msg.get("since")
             runner.attach(peer, since_version=since if isinstance(since, int) else None)
         elif kind == "msg":
-            peer = self.remote_peers.get(msg["c"])
+            sender = self.remote_peers.get(msg["c"])
             runner = self.manager.runners.get(msg["m"])
-            if peer is None:
+            if sender is None:
                 # unknown here (this node restarted, or dropped it): the link must resync
                 if msg.get("n"):
                     self.send(msg["n"], {"k": "close", "c": msg["c"], "code": CLOSE_MOVED,
                                          "reason": "the match's node lost this socket; reconnect and resume"})
                 return
             if runner is None:
-                peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+                sender.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
                 return
-            self.manager.dispatch(runner, peer, msg["msg"])
+            self.manager.dispatch(runner, sender, msg["msg"])
         elif kind == "abort":
             runner = self.manager.runners.get(msg["m"])
             if runner is not None and runner.status == "running":
                 runner.abort(msg.get("reason") or "aborted by an admin", msg.get("by"))
         elif kind == "detach":
-            peer = self.remote_peers.get(msg["c"])
-            if peer is not None:
-                self.drop_peer(peer)
+            gone = self.remote_peers.get(msg["c"])
+            if gone is not None:
+                self.drop_peer(gone)
 
     # ------------------------------------------------------------------ failover
     async def _watch(self) -> None:
