@@ -40,8 +40,8 @@ class Settings(BaseSettings):
     #: Bound on closing a socket, seconds: queued messages, then the close frame and the client's
     #: answer; after it the TCP connection is aborted (a client that stopped reading).
     socket_close_seconds: float = Field(2.0, gt=0)
-    #: An ``act`` not answered (``ack``/``error``) within this many seconds closes its socket with
-    #: 4503: reconnect, ``resume`` and resend it with the same seq.
+    #: An ``act`` forwarded to the match's node and not answered (``ack``/``error``) within this many
+    #: seconds closes its socket with 4503: reconnect, ``resume`` and resend it with the same seq.
     act_timeout_seconds: float = Field(5.0, gt=0)
     #: A socket linked to the match's node on another node waits this long for that node's first
     #: message; then it gets ``match_unavailable`` and 1013.

@@ -390,8 +390,10 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     if viewer is None:
         await _refuse(ws, error("forbidden", "admins only"), CLOSE_FORBIDDEN, close_seconds)
         return
+    # acts forwarded to another node are bounded here; on the owner node an act is answered once
+    # durable, or the socket gets storage_unavailable + 1011 when its commit fails (the log writer)
     conn = Connection(ws, settings.send_queue_size, metrics, close_seconds=close_seconds,
-                      act_timeout=settings.act_timeout_seconds)
+                      act_timeout=settings.act_timeout_seconds if runner is None else None)
     conn.viewer = viewer
     conn.player_id = player["id"]
     conn.start()
