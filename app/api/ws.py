@@ -197,7 +197,10 @@ class Connection:
                 await asyncio.wait_for(self._send_close(code, reason), max(0.01, deadline - loop.time()))
             except Exception:  # timed out (not writable) or the socket is gone
                 pass
-        await release(self.ws, self.transport, deadline, self.metrics)
+        try:
+            await release(self.ws, self.transport, deadline, self.metrics)
+        except Exception as exc:  # never let a close fail the socket's handler
+            log.warning("releasing a socket failed: %s", type(exc).__name__)
         if self.transport is None and self.handler is not None and not self.handler.done():
             # no transport to abort: end the handler so the socket leaves every count and subscription
             await asyncio.sleep(0)
@@ -249,11 +252,10 @@ async def release(ws: WebSocket, transport: Any, deadline: float, metrics: Any =
 def _reset_on_close(transport: Any) -> None:
     """Make closing the socket send a TCP reset (``SO_LINGER`` 0): otherwise the kernel keeps an
     orphaned connection with the unsent bytes, probing a zero window for minutes."""
-    sock = transport.get_extra_info("socket")
-    if sock is None:
-        return
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     except (OSError, AttributeError, TypeError):
         pass
 
