@@ -37,6 +37,17 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(20.0, gt=0)
     #: Offer permessage-deflate on match sockets: less bandwidth, much more CPU per message.
     ws_compression: bool = False
+    #: Bound on closing a socket, seconds: queued messages, then the close frame and the client's
+    #: answer; after it the TCP connection is aborted (a client that stopped reading).
+    socket_close_seconds: float = Field(2.0, gt=0)
+    #: An ``act`` forwarded to the match's node and not answered (``ack``/``error``) within this many
+    #: seconds closes its socket with 4503: reconnect, ``resume`` and resend it with the same seq.
+    act_timeout_seconds: float = Field(5.0, gt=0)
+    #: A socket linked to the match's node on another node waits this long for that node's first
+    #: message; then it gets ``match_unavailable`` and 1013.
+    link_answer_seconds: float = Field(1.5, gt=0)
+    #: Bound on the storage lookups of a new socket (token, match, owner); then ``storage_unavailable``.
+    socket_setup_seconds: float = Field(5.0, gt=0)
     #: Seconds a new socket has to send ``hello``.
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).

@@ -73,6 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           multi_node=backends.mode == "redis")
         manager.cluster = cluster
         manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
+        app.state.metrics.links.set_function(lambda: len(cluster.links))
+        app.state.metrics.remote_peers.set_function(lambda: len(cluster.remote_peers))
         app.state.settings, app.state.repo, app.state.manager = settings, repo, manager
         app.state.log_writer, app.state.bots, app.state.backends = writer, bots, backends
         app.state.started_at = time.time()

@@ -19,3 +19,10 @@ class Metrics:
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)
         self.slow_disconnects = Counter("bannerfall_slow_disconnects", "Sockets closed for a full send queue",
                                         registry=r)
+        self.links = Gauge("bannerfall_links", "Sockets here linked to a match on another node", registry=r)
+        self.remote_peers = Gauge("bannerfall_remote_peers", "Sockets of other nodes attached to matches here",
+                                  registry=r)
+        self.socket_aborts = Counter("bannerfall_socket_aborts", "Sockets whose TCP connection was aborted "
+                                     "because a close did not finish in time", registry=r)
+        self.acts_unanswered = Counter("bannerfall_acts_unanswered", "Sockets closed (4503) because an act "
+                                       "got no answer in time", registry=r)

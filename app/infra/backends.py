@@ -78,5 +78,5 @@ def make_backends(redis_url: str | None, node_id: str, prefix: str = "bannerfall
     leases = RedisLeases(redis_url, prefix, client=client)
     timers = RedisTimers(redis_url, prefix, node_id, poll_interval, client=client,
                          lease_prefix=leases.key_prefix)
-    pubsub = RedisPubSub(redis_url, prefix, client=client)
+    pubsub = RedisPubSub(redis_url, prefix, client=client, client_name=f"{prefix}pubsub:{node_id}")
     return Backends(mode="redis", node_id=node_id, timers=timers, pubsub=pubsub, leases=leases, redis=client)

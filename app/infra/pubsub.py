@@ -137,6 +137,10 @@ class PubSub(Protocol):
     def channels(self) -> dict[str, int]:
         """Channels this node is subscribed to, with their local subscription counts."""
 
+    async def subscribers(self, channel: str) -> int:
+        """How many nodes are subscribed to ``channel`` right now (Redis ``PUBSUB NUMSUB``; the
+        cluster uses it to tell whether a node still exists). Raises ``RedisError``."""
+
     async def close(self) -> None:
         """Ends every subscription's iteration and releases connections. Idempotent."""
 
@@ -182,6 +186,9 @@ class LocalPubSub:
     def channels(self) -> dict[str, int]:
         return {ch: len(subs) for ch, subs in self._subs.items()}
 
+    async def subscribers(self, channel: str) -> int:
+        return 1 if self._subs.get(channel) else 0
+
     async def close(self) -> None:
         self._closed = True
         for subs in self._subs.values():
@@ -222,7 +229,8 @@ class RedisPubSub:
 
     ``subscribe`` returns only after Redis confirmed the SUBSCRIBE, so anything published after it
     returns is delivered. If the connection drops (or stays silent past ``keepalive_seconds`` with an
-    unanswered PING), the reader opens a new one with backoff (50 ms doubling to 2 s), subscribes to
+    unanswered PING: a health check every ``keepalive_seconds`` of silence, default 2 s, so a dead
+    connection is noticed within about twice that), the reader opens a new one with backoff (50 ms doubling to 2 s), subscribes to
     every live channel again, and then raises :class:`MessagesLost` (reason ``"reconnect"``) in each
     subscription. A ``subscribe`` made while Redis is unreachable waits up to ``subscribe_timeout``
     seconds and then raises ``redis.exceptions.ConnectionError``.
@@ -230,16 +238,19 @@ class RedisPubSub:
     ``redis_url``: where to subscribe (a dedicated pool is made for the subscriber connection, with
     redis-py's own transparent reconnects disabled so every drop is seen). ``client``: the shared
     client used for PUBLISH (made from ``redis_url`` and closed by :meth:`close` if not given).
+    ``client_name``: the subscriber connection's name in ``CLIENT LIST`` (default ``{prefix}pubsub``).
     """
 
     def __init__(self, redis_url: str, prefix: str = "bannerfall:", *, client: Redis | None = None,
                  queue_size: int = DEFAULT_QUEUE_SIZE, subscribe_timeout: float = 5.0,
-                 keepalive_seconds: float = 15.0) -> None:
+                 keepalive_seconds: float = 2.0, client_name: str | None = None) -> None:
         self.redis_url = redis_url
         self.prefix = prefix
         self.queue_size = queue_size
         self.subscribe_timeout = subscribe_timeout
         self.keepalive_seconds = keepalive_seconds
+        #: ``CLIENT SETNAME`` of the subscriber connection (operators and fault tests find it by name)
+        self.client_name = client_name or f"{prefix}pubsub"
         self._own_client = client is None
         self._client = client if client is not None else Redis.from_url(redis_url, socket_connect_timeout=2.0)
         self._pool: ConnectionPool | None = None
@@ -303,6 +314,10 @@ class RedisPubSub:
     def channels(self) -> dict[str, int]:
         return {entry.name: len(entry.subs) for entry in self._channels.values()}
 
+    async def subscribers(self, channel: str) -> int:
+        counts = await self._client.pubsub_numsub(self._wire(channel))
+        return int(counts[0][1]) if counts else 0
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -356,7 +371,7 @@ class RedisPubSub:
             # socket_timeout bounds the handshake on a silent network; message reads pass their own
             self._pool = ConnectionPool.from_url(self.redis_url, retry=Retry(NoBackoff(), 0),
                                                  socket_connect_timeout=2.0, socket_timeout=5.0,
-                                                 socket_keepalive=True)
+                                                 socket_keepalive=True, client_name=self.client_name)
         ps = _OneConnectionPubSub(self._pool)
         try:
             await ps.connect()

@@ -17,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
-from app.games.base import SPECTATOR
 from app.infra.leases import LeaseKeeper
 from app.infra.pubsub import MessagesLost, PubSub
 from app.runtime.wire import encode, error
@@ -29,14 +28,22 @@ from app.runtime.wire import encode, error
 log = logging.getLogger("bannerfall.cluster")
 
 CLOSE_MOVED = 4503
+#: RFC 6455 "Try Again Later" (also app/api/ws.py)
+CLOSE_TRY_AGAIN = 1013
+#: conn ids answered "gone" recently (so a burst of pushes for one closed socket costs one answer)
+_GONE_MEMORY = 1024
 
 
 class RemotePeer:
-    """On the owner node: a socket that lives on another node."""
+    """On the owner node: a socket that lives on another node. Dropped (detached from its runner) as
+    soon as the link side says it closed, when the link side answers a push with "no such socket",
+    when this node's inbox lost messages (the peer is closed with 4503 so the client resyncs), and
+    when its node no longer exists (no subscriber on its channel, checked every ``lease/2`` s)."""
 
-    __slots__ = ("viewer", "player_id", "sent_version", "node", "conn_id", "cluster", "closed")
+    __slots__ = ("viewer", "player_id", "sent_version", "node", "conn_id", "cluster", "closed", "match_id")
 
-    def __init__(self, cluster: "Cluster", node: str, conn_id: str, viewer: int, player_id: str | None) -> None:
+    def __init__(self, cluster: "Cluster", node: str, conn_id: str, viewer: int, player_id: str | None,
+                 match_id: str = "") -> None:
         self.cluster = cluster
         self.node = node
         self.conn_id = conn_id
@@ -44,22 +51,29 @@ class RemotePeer:
         self.player_id = player_id
         self.sent_version = 0
         self.closed = False
+        self.match_id = match_id
 
     def push(self, text: str) -> None:
         if not self.closed:
-            self.cluster.send(self.node, {"k": "push", "c": self.conn_id, "t": text})
+            self.cluster.send(self.node, {"k": "push", "c": self.conn_id, "m": self.match_id,
+                                          "o": self.cluster.node_id, "t": text})
 
     def close(self, code: int, reason: str) -> None:
         if not self.closed:
             self.closed = True
             self.cluster.send(self.node, {"k": "close", "c": self.conn_id, "code": code, "reason": reason})
-            self.cluster.remote_peers.pop(self.conn_id, None)
+            self.cluster.drop_peer(self)
 
 
 class Link:
-    """On the socket's node: forwards a local connection's messages to the owner node."""
+    """On the socket's node: forwards a local connection's messages to the owner node.
 
-    __slots__ = ("conn", "match_id", "owner", "conn_id", "cluster")
+    The owner's first message (the ``state`` answering the attach) must arrive within
+    ``answer_seconds``; otherwise the socket gets ``match_unavailable`` (with ``retry_after``) and is
+    closed with 1013, so a client never waits on a node that is gone. Acts forwarded and not answered
+    are bounded by the connection (``Connection.expect_answer``)."""
+
+    __slots__ = ("conn", "match_id", "owner", "conn_id", "cluster", "answered", "timer", "retry_after")
 
     def __init__(self, cluster: "Cluster", conn: Any, match_id: str, owner: str) -> None:
         self.cluster = cluster
@@ -67,17 +81,45 @@ class Link:
         self.match_id = match_id
         self.owner = owner
         self.conn_id = uuid.uuid4().hex
+        self.answered = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.retry_after = 1
 
-    def open(self, since_version: int | None) -> None:
+    def open(self, since_version: int | None, *, answer_seconds: float | None = None, retry_after: int = 1) -> None:
         self.cluster.links[self.conn_id] = self
+        self.retry_after = retry_after
         self.cluster.send(self.owner, {"k": "attach", "m": self.match_id, "c": self.conn_id,
                                        "n": self.cluster.node_id, "v": self.conn.viewer,
                                        "p": self.conn.player_id, "since": since_version})
+        if answer_seconds is not None:
+            self.timer = asyncio.get_running_loop().call_later(answer_seconds, self._unanswered)
+
+    def deliver(self, text: str) -> None:
+        """A message from the owner for this socket."""
+        if not self.answered:
+            self.answered = True
+            if self.timer is not None:
+                self.timer.cancel()
+        self.conn.push(text)
+
+    def _unanswered(self) -> None:
+        if self.answered or self.cluster.links.get(self.conn_id) is not self:
+            return
+        log.warning("node %s did not answer a socket for match %s", self.owner, self.match_id)
+        self.conn.push(encode(error("match_unavailable", "the node running this match does not answer; "
+                                    "reconnect after retry_after seconds", retry_after=self.retry_after)))
+        self.conn.close(CLOSE_TRY_AGAIN, "the match's node does not answer; try again later")
 
     def forward(self, message: dict[str, Any]) -> None:
-        self.cluster.send(self.owner, {"k": "msg", "m": self.match_id, "c": self.conn_id, "msg": message})
+        try:
+            self.cluster.send(self.owner, {"k": "msg", "m": self.match_id, "c": self.conn_id,
+                                           "n": self.cluster.node_id, "msg": message})
+        except TypeError:  # not encodable (e.g. an integer over 64 bits): nothing is forwarded
+            self.conn.push(encode(error("malformed_message", "the message holds a value out of range")))
 
     def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         if self.cluster.links.pop(self.conn_id, None) is not None:
             self.cluster.send(self.owner, {"k": "detach", "m": self.match_id, "c": self.conn_id})
 
@@ -98,6 +140,7 @@ class Cluster:
         self._outbox: dict[str, asyncio.Queue] = {}
         self._tasks: list[asyncio.Task] = []
         self._senders: dict[str, asyncio.Task] = {}
+        self._gone: dict[str, None] = {}
         self.takeovers = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -132,12 +175,14 @@ class Cluster:
 
     # ------------------------------------------------------------------ messaging
     def send(self, node: str, message: dict[str, Any]) -> None:
-        """Queue a message for ``node`` (published in order by one task per destination)."""
+        """Queue a message for ``node`` (published in order by one task per destination).
+        Raises TypeError if ``message`` cannot be encoded (nothing is queued then)."""
+        data = orjson.dumps(message)
         queue = self._outbox.get(node)
         if queue is None:
             queue = self._outbox[node] = asyncio.Queue()
             self._senders[node] = asyncio.get_running_loop().create_task(self._sender(node, queue))
-        queue.put_nowait(orjson.dumps(message))
+        queue.put_nowait(data)
 
     async def _sender(self, node: str, queue: asyncio.Queue) -> None:
         channel = f"node:{node}"
@@ -145,8 +190,33 @@ class Cluster:
             data = await queue.get()
             try:
                 await self.pubsub.publish(channel, data)
-            except Exception as exc:  # Redis down: the link side notices and reconnects
+            except Exception as exc:  # Redis down: the bounds on links and acts answer the clients
                 log.warning("publish to %s failed: %s", channel, type(exc).__name__)
+
+    async def node_alive(self, node: str) -> bool:
+        """Whether ``node`` is listening on its channel (one node: always). Raises RedisError."""
+        if not self.multi_node or node == self.node_id:
+            return True
+        return await self.pubsub.subscribers(f"node:{node}") > 0
+
+    def drop_peer(self, peer: RemotePeer) -> None:
+        """Forget a remote socket: no more pushes are published for it."""
+        peer.closed = True
+        if self.remote_peers.get(peer.conn_id) is peer:
+            del self.remote_peers[peer.conn_id]
+        runner = self.manager.runners.get(peer.match_id)
+        if runner is not None:
+            runner.detach(peer)
+
+    def resync(self, reason: str) -> None:
+        """Messages to or from this node may have been lost: close every link here and every remote
+        peer here with 4503 (reconnect and resume; unanswered acts are resent)."""
+        for link in list(self.links.values()):
+            self.links.pop(link.conn_id, None)
+            link.conn.push(encode(error("match_moved", f"{reason}; reconnect and resume")))
+            link.conn.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
+        for peer in list(self.remote_peers.values()):
+            peer.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
 
     async def _inbox(self, ready: asyncio.Event) -> None:
         async with self.pubsub.subscribe(f"node:{self.node_id}") as sub:
@@ -158,24 +228,32 @@ class Cluster:
                             await self._handle(orjson.loads(data))
                         except Exception:
                             log.exception("cluster message failed")
-                except MessagesLost:
-                    # some pushes or requests were lost: make every link and remote peer resync
-                    for link in list(self.links.values()):
-                        link.conn.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
+                except MessagesLost as exc:
+                    log.warning("node %s lost cluster messages (%s): links and remote sockets resync",
+                                self.node_id, exc.reason)
+                    self.resync("messages between nodes were lost")
 
     async def _handle(self, msg: dict[str, Any]) -> None:
         kind = msg.get("k")
         if kind == "push":
             link = self.links.get(msg["c"])
             if link is not None:
-                link.conn.push(msg["t"])
+                link.deliver(msg["t"])
+            elif msg.get("o") and msg["c"] not in self._gone:
+                # the socket closed here: tell its owner to stop publishing for it
+                self._gone[msg["c"]] = None
+                while len(self._gone) > _GONE_MEMORY:
+                    self._gone.pop(next(iter(self._gone)))
+                self.send(msg["o"], {"k": "detach", "m": msg.get("m", ""), "c": msg["c"]})
         elif kind == "close":
             link = self.links.pop(msg["c"], None)
             if link is not None:
+                if link.timer is not None:
+                    link.timer.cancel()
                 link.conn.close(msg.get("code", CLOSE_MOVED), msg.get("reason", "closed by the match's node"))
         elif kind == "attach":
             runner = self.manager.runners.get(msg["m"])
-            peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"))
+            peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"])
             if runner is None:
                 peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
                 return
@@ -183,25 +261,26 @@ class Cluster:
             since = msg.get("since")
             runner.attach(peer, since_version=since if isinstance(since, int) else None)
         elif kind == "msg":
-            peer = self.remote_peers.get(msg["c"])
+            sender = self.remote_peers.get(msg["c"])
             runner = self.manager.runners.get(msg["m"])
-            if peer is None:
+            if sender is None:
+                # unknown here (this node restarted, or dropped it): the link must resync
+                if msg.get("n"):
+                    self.send(msg["n"], {"k": "close", "c": msg["c"], "code": CLOSE_MOVED,
+                                         "reason": "the match's node lost this socket; reconnect and resume"})
                 return
             if runner is None:
-                peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+                sender.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
                 return
-            self.manager.dispatch(runner, peer, msg["msg"])
+            self.manager.dispatch(runner, sender, msg["msg"])
         elif kind == "abort":
             runner = self.manager.runners.get(msg["m"])
             if runner is not None and runner.status == "running":
                 runner.abort(msg.get("reason") or "aborted by an admin", msg.get("by"))
         elif kind == "detach":
-            peer = self.remote_peers.pop(msg["c"], None)
-            runner = self.manager.runners.get(msg["m"])
-            if peer is not None:
-                peer.closed = True
-                if runner is not None:
-                    runner.detach(peer)
+            gone = self.remote_peers.get(msg["c"])
+            if gone is not None:
+                self.drop_peer(gone)
 
     # ------------------------------------------------------------------ failover
     async def _watch(self) -> None:
@@ -230,6 +309,20 @@ class Cluster:
         return taken
 
     async def _check_links(self) -> None:
+        """Links whose match changed owner are closed (4503); remote peers whose node is gone (no
+        subscriber on its channel) are dropped."""
+        nodes = {peer.node for peer in self.remote_peers.values()}
+        for node in nodes:
+            try:
+                alive = await self.node_alive(node)
+            except Exception as exc:  # Redis down: keep them; the inbox resyncs after the reconnect
+                log.warning("could not check node %s: %s", node, type(exc).__name__)
+                break
+            if not alive:
+                gone = [p for p in self.remote_peers.values() if p.node == node]
+                log.warning("node %s is gone: dropping its %d sockets here", node, len(gone))
+                for peer in gone:
+                    self.drop_peer(peer)
         by_match: dict[str, list[Link]] = {}
         for link in self.links.values():
             by_match.setdefault(link.match_id, []).append(link)

@@ -13,6 +13,7 @@ class Table:
     match_id: str
     players: list[RestClient]          # by seat; None-free for human seats
     seats: list[dict[str, Any]] = field(default_factory=list)
+    lobby_id: str = ""
 
     async def close(self) -> None:
         for p in self.players:
@@ -34,7 +35,7 @@ async def start_match(url: str, game: str, humans: int, *, bots: int = 0, option
         await players[0].fill_bots(lobby["id"], bot_kind)
     lobby = await players[0].start(lobby["id"])
     match = await players[0].match(lobby["match_id"])
-    return Table(lobby["match_id"], players, match["seats"])
+    return Table(lobby["match_id"], players, match["seats"], lobby["id"])
 
 
 async def connect(url: str, match_id: str, token: str | None, **kw) -> tuple[MatchSocket, dict[str, Any]]:
@@ -58,3 +59,20 @@ async def recv_until(sock: MatchSocket, pred, timeout: float = 10.0) -> dict[str
 
 def my_prompt(state: dict[str, Any]) -> dict[str, Any] | None:
     return next((p for p in state["prompts"] if p["seat"] == state["seat"]), None)
+
+
+def by_owner(nodes, match_id: str):
+    """Two ``ServerProcess`` nodes (with ``.prefix`` and ``.redis_url`` set) as (owner, other): the
+    node holding the match's lease first. Usually the node that created the match, but another
+    node's takeover sweep may claim a brand-new match first."""
+    import redis
+
+    a, b = nodes
+    r = redis.Redis.from_url(a.redis_url)
+    try:
+        owner = r.get(f"{a.prefix}lease:{match_id}")
+    finally:
+        r.close()
+    if owner is not None and owner.decode() == b.extra_env["BANNERFALL_NODE_ID"]:
+        return b, a
+    return a, b

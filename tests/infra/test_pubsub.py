@@ -217,3 +217,31 @@ async def test_an_idle_connection_stays_up_and_a_silent_one_is_replaced(make_pub
         await publisher.publish("ch", "after")
         assert await drain(subscription, 1) == [b"after"]
         assert listener.connections == 2
+
+
+async def test_subscribers_counts_nodes_listening_on_a_channel(make_pubsub, kind):
+    """``subscribers`` tells whether any node listens on a channel (the cluster's liveness check)."""
+    node_a = await make_pubsub()
+    node_b = await make_pubsub()
+    assert await node_b.subscribers("node:a") == 0
+    async with node_a.subscribe("node:a"):
+        assert await node_b.subscribers("node:a") == 1
+    assert await node_b.subscribers("node:a") == 0
+
+
+async def test_a_killed_subscriber_connection_is_noticed_and_reported_fast(make_pubsub, redis_client, prefix):
+    """``CLIENT KILL`` of the subscriber connection (found by its name): the subscription gets
+    ``MessagesLost`` within 2 s and delivers again afterwards."""
+    node = await make_pubsub(client_name=f"{prefix}pubsub:test")
+    async with node.subscribe("ch") as subscription:
+        clients = [c for c in await redis_client.client_list(_type="pubsub") if c.get("name") == f"{prefix}pubsub:test"]
+        assert len(clients) == 1
+        await redis_client.client_kill_filter(_id=clients[0]["id"])
+        with pytest.raises(MessagesLost):
+            await asyncio.wait_for(subscription.get(), 2.0)
+        await node.publish("ch", "after")
+        assert await drain(subscription, 1) == [b"after"]
+
+
+test_a_killed_subscriber_connection_is_noticed_and_reported_fast = pytest.mark.parametrize(
+    "kind", ["redis"])(test_a_killed_subscriber_connection_is_noticed_and_reported_fast)

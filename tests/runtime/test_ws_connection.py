@@ -1,0 +1,126 @@
+"""``app.api.ws.Connection`` in-process (unit tests with a fake ASGI send and transport): a close
+flushes what was queued before it, then the close frame; a close that cannot finish is bounded
+(the transport is aborted, or without one the handler is cancelled); a forwarded act with no answer
+closes with 4503. The real-socket versions are in tests/e2e/test_socket_trust.py."""
+from __future__ import annotations
+
+import asyncio
+
+from app.api.ws import Connection, has_nul, utf8_size_over
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.aborted = False
+        self.closing = False
+        self.buffered = 0
+
+    def abort(self) -> None:
+        self.aborted = self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+
+class FakeProtocol:
+    """Stands for uvicorn's protocol: ``send`` is a bound method, ``transport`` an attribute."""
+
+    def __init__(self, *, writable: bool = True, transport: FakeTransport | None = None) -> None:
+        self.sent: list[dict] = []
+        self.writable = asyncio.Event()
+        if writable:
+            self.writable.set()
+        self.transport = transport
+
+    async def send(self, message: dict) -> None:
+        await self.writable.wait()
+        self.sent.append(message)
+        if message["type"] == "websocket.close" and self.transport is not None:
+            self.transport.closing = True
+
+
+class FakeWebSocket:
+    def __init__(self, protocol: FakeProtocol, *, raw: bool = True) -> None:
+        self.scope = {"bannerfall.raw_send": protocol.send} if raw else {}
+        self.protocol = protocol
+
+    async def send_text(self, text: str) -> None:
+        await self.protocol.send({"type": "websocket.send", "text": text})
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        await self.protocol.send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+async def test_close_sends_the_queued_messages_then_the_close_frame():
+    proto = FakeProtocol(transport=FakeTransport())
+    conn = Connection(FakeWebSocket(proto), 16, close_seconds=1.0)
+    conn.start()
+    conn.push('{"type":"state"}')
+    conn.push('{"type":"error","code":"storage_unavailable"}')
+    conn.close(1011, "storage unavailable")
+    conn.push("after the close: dropped")
+    await asyncio.wait_for(conn.closer, 2)
+    assert [m.get("text") or m["code"] for m in proto.sent] == [
+        '{"type":"state"}', '{"type":"error","code":"storage_unavailable"}', 1011]
+    assert not proto.transport.aborted  # the close finished in time
+
+
+async def test_a_close_that_cannot_be_written_aborts_the_transport_within_the_bound():
+    transport = FakeTransport()
+    transport.buffered = 1 << 20
+    proto = FakeProtocol(writable=False, transport=transport)  # the client reads nothing
+    conn = Connection(FakeWebSocket(proto), 8, close_seconds=0.3)
+    conn.start()
+    for i in range(9):  # the 9th overflows the queue: 4008
+        conn.push(f'"{i}"')
+    assert conn.closed and conn.close_code[0] == 4008
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(conn.closer, 2)
+    assert transport.aborted and loop.time() - started < 0.6
+    assert proto.sent == []
+
+
+async def test_without_a_transport_the_handler_is_cancelled_at_the_bound():
+    proto = FakeProtocol(writable=False, transport=None)
+    ws = FakeWebSocket(proto)
+    ws.scope["bannerfall.raw_send"] = lambda message: proto.send(message)  # no __self__: no transport
+
+    async def handler() -> str:
+        conn = Connection(ws, 8, close_seconds=0.2)
+        conn.start()
+        assert conn.transport is None
+        conn.close(4503, "moved")
+        try:
+            await asyncio.sleep(10)  # stands for ws.receive() that never returns
+        except asyncio.CancelledError:
+            return "released"
+        return "stuck"
+
+    assert await asyncio.wait_for(handler(), 2) == "released"
+
+
+async def test_a_forwarded_act_without_answer_closes_with_4503_after_the_error():
+    proto = FakeProtocol(transport=FakeTransport())
+    conn = Connection(FakeWebSocket(proto), 16, close_seconds=1.0, act_timeout=0.2)
+    conn.start()
+    conn.expect_answer(7)
+    conn.expect_answer(8)
+    conn.push('{"type":"ack","seq":8,"version":3}')  # 8 is answered, 7 is not
+    await asyncio.sleep(0.4)
+    assert conn.closed and conn.close_code[0] == 4503
+    await asyncio.wait_for(conn.closer, 2)
+    texts = [m.get("text") for m in proto.sent if m["type"] == "websocket.send"]
+    assert texts[0] == '{"type":"ack","seq":8,"version":3}'
+    assert '"act_unanswered"' in texts[1] and '"seq"' not in texts[1]
+    assert proto.sent[-1]["type"] == "websocket.close" and proto.sent[-1]["code"] == 4503
+
+
+def test_nul_and_utf8_size_helpers():
+    assert has_nul({"a": ["x", {"b\x00": 1}]}) and has_nul("\x00") and not has_nul({"a": [1, "b", None]})
+    assert utf8_size_over("\u20ac" * 6000, 16384) and not utf8_size_over("\u20ac" * 5000, 16384)
+    assert utf8_size_over("a" * 16385, 16384) and not utf8_size_over("a" * 16384, 16384)
+    assert utf8_size_over(b"a" * 16385, 16384)
