@@ -11,6 +11,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 
 from app.games.conquest import rules, view as _view
+from app.games.conquest.specials import DEFAULT_SPECIAL_COSTS, SPECIAL_DESCRIPTIONS, SPECIALS
 from app.games.conquest.state import Options, State
 
 
@@ -35,4 +36,7 @@ class ConquestGame:
 
 GAME = ConquestGame()
 
-__all__ = ["GAME", "ConquestGame", "Options", "State"]
+__all__ = [
+    "DEFAULT_SPECIAL_COSTS", "GAME", "SPECIALS", "SPECIAL_DESCRIPTIONS", "ConquestGame", "Options",
+    "State",
+]

@@ -113,10 +113,13 @@ def coerce_options(options: BaseModel | Mapping[str, Any] | None) -> Options:
 
 def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
     """A new match at round 1's ORDERS phase (conquest.md 1.1–1.4). Raises ValueError for a seat
-    count outside 2–4 or an empty seed."""
+    count outside 2–4, an empty seed, or ``options.loadouts`` listing more seats than the match has
+    (section 5)."""
     if not isinstance(seats, int) or not 2 <= seats <= 4:
         raise ValueError("conquest is for 2-4 seats")
     opts = coerce_options(options)
+    if len(opts.loadouts) > seats:
+        raise ValueError(f"loadouts for {len(opts.loadouts)} seats in a {seats}-seat match")
     st = State.__new__(State)
     st.seats = seats
     st.options = opts

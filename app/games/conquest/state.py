@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from app.games.base import CardTokens, Rng
 from app.games.conquest.board import Board
+from app.games.conquest.specials import MAX_SPECIAL_COST, SPECIALS
 
 #: The owner of a neutral land, and the neutral's "seat" among a battle's participants.
 NEUTRAL = -1
@@ -60,6 +61,39 @@ class Options(BaseModel):
     max_rounds: int = Field(60, ge=1, le=1000, description="rounds before the match is decided on tables, then mana (2.5)")
     phase_seconds: int = Field(60, ge=5, le=3600, description="deadline of the orders, defence and assign phases (2)")
     decision_seconds: int = Field(20, ge=5, le=3600, description="deadline of a stay-or-fold decision (3.4)")
+    # Filled by the server at match start (section 5), never by a client in lobby options:
+    loadouts: list[list[StrictStr]] = Field(
+        default_factory=list, max_length=4,
+        description="per seat (index = seat), the special ids that seat brought (section 5); "
+                    "an empty list or a missing seat brings none")
+    special_costs: dict[str, StrictInt] = Field(
+        default_factory=dict,
+        description="overrides of the default special costs in mana (section 5); the server copies "
+                    "its configuration here so a match record holds the costs it was played with")
+
+    @field_validator("loadouts")
+    @classmethod
+    def _check_loadouts(cls, value: list[list[str]]) -> list[list[str]]:
+        for seat, loadout in enumerate(value):
+            for special in loadout:
+                if special not in _SPECIAL_SET:
+                    raise ValueError(f"seat {seat}: unknown special {special!r}")
+            if len(set(loadout)) != len(loadout):
+                raise ValueError(f"seat {seat}: a special listed twice")
+        return value
+
+    @field_validator("special_costs")
+    @classmethod
+    def _check_costs(cls, value: dict[str, int]) -> dict[str, int]:
+        for special, cost in value.items():
+            if special not in _SPECIAL_SET:
+                raise ValueError(f"unknown special {special!r}")
+            if not 0 <= cost <= MAX_SPECIAL_COST:
+                raise ValueError(f"{special}: cost must be 0-{MAX_SPECIAL_COST} mana")
+        return value
+
+
+_SPECIAL_SET = frozenset(SPECIALS)
 
 
 class Table:

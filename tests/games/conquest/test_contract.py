@@ -252,7 +252,8 @@ def test_options_have_defaults_and_bounds():
         with pytest.raises(ValidationError):
             GAME.Options(**bad)
     assert set(GAME.Options.model_json_schema()["properties"]) == {
-        "starting_mana", "tables_to_win", "max_rounds", "phase_seconds", "decision_seconds"}
+        "starting_mana", "tables_to_win", "max_rounds", "phase_seconds", "decision_seconds",
+        "loadouts", "special_costs"}  # the last two are filled by the server (section 5)
 
 
 def test_views_are_json_and_carry_phase():
