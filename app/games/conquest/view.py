@@ -315,7 +315,7 @@ def view(state: State, viewer: int) -> dict[str, Any]:
     if lands is None:
         lands = memo[key] = _lands(state, admin)
     if viewer >= 0 and (viewer in state.active or viewer in state.scouted):  # section 5 reveals
-        key = ("lands", viewer)
+        key = ("seen_lands", viewer)
         seen = memo.get(key)
         if seen is None:
             seen = memo[key] = _seen_lands(state, viewer, lands)
