@@ -402,6 +402,7 @@ def _you(state: State, seat: int) -> dict[str, Any]:
     loadout = state.loadout(seat)
     if loadout:  # section 5: what this seat brought and what using each costs now
         you["loadout"] = list(loadout)
+        you["hand_size"] = state.hand_sizes.get(seat, 2) if state.hand_sizes else 2
         you["special_costs"] = {special: special_price(state, seat, special) for special in loadout}
         if "scout" in loadout:
             you["scout_costs"] = {str(land): scout_price(state, seat, land) for land in range(state.board.size)

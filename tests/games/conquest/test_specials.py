@@ -344,3 +344,41 @@ def test_5_3_3_4_free_fold_returns_the_whole_stake_of_a_fold():
     assert poor.mana[1] == 0
     poor, _ = finish_phase(poor)
     assert poor.battles[B].status[1] == "out_river" and poor.battles[B].refunded[1] == 0
+
+
+# ---- bots (issue 12 item 4) ---------------------------------------------------------------------
+
+def test_5_choose_loadout_brings_owned_useful_specials_only():
+    from app.games.conquest.bots import choose_loadout
+
+    assert choose_loadout([]) == []
+    assert choose_loadout(["double_set", "nope", "scout", "scout", "free_fold"]) == ["free_fold", "scout", "double_set"]
+    assert choose_loadout(ALL, max_specials=3) == ["free_fold", "insurance", "double_income"]
+    assert len(choose_loadout(ALL)) == 4 and set(choose_loadout(ALL, seed=5)) <= set(ALL)
+    assert choose_loadout(ALL, seed=5) == choose_loadout(ALL, seed=5)
+
+
+def test_5_sensible_bot_activates_affordable_specials_and_plays_its_joker_and_double_hand():
+    from app.games.conquest.bots import SensibleBot, choose_loadout
+
+    from .support import play
+
+    seen: dict[int, list[str]] = {0: [], 1: []}
+    kept = []
+
+    def record(state, seat, action, events):
+        if action.get("type") == "special":
+            seen[seat].append(action["special"])
+        if action.get("keep"):
+            kept.append(seat)
+        for seat_, mana in enumerate(state.mana):
+            assert mana >= 0
+
+    loadout = choose_loadout(["joker", "double_hand", "free_fold", "scout", "big_brother"], max_specials=4)
+    assert loadout == ["free_fold", "scout", "joker", "double_hand"]
+    final = play(2, b"bot-specials", [SensibleBot(1, samples=10), SensibleBot(2, samples=10)], on_step=record,
+                 options={"loadouts": [loadout, []], "starting_mana": 40, "max_rounds": 8})
+    assert GAME.outcome(final) is not None
+    assert seen[1] == []  # nothing brought, nothing used
+    assert {"free_fold", "scout", "joker", "double_hand"} <= set(seen[0]), seen[0]
+    assert 0 in kept  # the best 2 of 4 chosen at the river
