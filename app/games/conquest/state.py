@@ -62,12 +62,13 @@ class Options(BaseModel):
     phase_seconds: int = Field(60, ge=5, le=3600, description="deadline of the orders, defence and assign phases (2)")
     decision_seconds: int = Field(20, ge=5, le=3600, description="deadline of a stay-or-fold decision (3.4)")
     # Filled by the server at match start (section 5), never by a client in lobby options:
+    # ``readOnly`` (JSON Schema): managed by the server; the web lobby form leaves such options out.
     loadouts: list[list[StrictStr]] = Field(
-        default_factory=list, max_length=4,
+        default_factory=list, max_length=4, json_schema_extra={"readOnly": True},
         description="per seat (index = seat), the special ids that seat brought (section 5); "
                     "an empty list or a missing seat brings none")
     special_costs: dict[str, StrictInt] = Field(
-        default_factory=dict,
+        default_factory=dict, json_schema_extra={"readOnly": True},
         description="overrides of the default special costs in mana (section 5); the server copies "
                     "its configuration here so a match record holds the costs it was played with")
 
