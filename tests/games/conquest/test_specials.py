@@ -382,3 +382,17 @@ def test_5_sensible_bot_activates_affordable_specials_and_plays_its_joker_and_do
     assert seen[1] == []  # nothing brought, nothing used
     assert {"free_fold", "scout", "joker", "double_hand"} <= set(seen[0]), seen[0]
     assert 0 in kept  # the best 2 of 4 chosen at the river
+
+
+def test_5_3_1_1_bots_attack_shielded_tables_only_when_they_can_pay_the_shield():
+    from app.games.conquest.bots import RandomBot, SensibleBot
+
+    from .support import wire_prompt
+
+    state = fresh(mana=[6, 20])
+    state, _ = use(state, 1, "shield", land=B, mana=10)
+    for bot in [SensibleBot(1, samples=5)] + [RandomBot(seed, special_chance=0) for seed in range(30)]:
+        action = bot.decide(GAME.view(state, 0), wire_prompt(prompt_of(state, 0)))
+        assert action["type"] == "orders"
+        GAME.apply(state, 0, action)  # never not_enough_mana
+        assert B not in action["attack"]
