@@ -1271,7 +1271,8 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
                 battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hand)
     public["cost"] = price
     public["mana"] = list(st.mana)
-    events.append(Event("special_used", public))
+    if not (special == "joker" and land is not None and price == 0):  # a joker set is private (5.3.2.3)
+        events.append(Event("special_used", public))
     if private is not None:
         events.append(Event("special_seen", {"seat": seat, "special": special, **private}, frozenset((seat,))))
     return st, events

@@ -209,6 +209,7 @@ def test_5_3_2_3_joker_becomes_the_best_card_at_the_final_seen_by_others_only_th
     assert state.mana[0] == 8 - 6
     assert any(e.type == "special_seen" and e.audience == frozenset({0}) for e in events)
     assert joker not in events_json(events, 1)
+    assert '"land"' not in events_json(events, 1)  # the public learns the joker was bought, not where
     mine = hand_of(GAME.view(state, 0), B, 0)
     assert mine[0] == {"id": joker, "card": "2c", "joker": True}
     for viewer in (1, SPECTATOR):
