@@ -174,8 +174,8 @@ class RandomBot:
             return {"type": "assign",
                     "hands": {str(land): tokens[size * i:size * i + size] for i, land in enumerate(you["battle_lands"])}}
         if kind == "decision":
-            action = {"type": "decide",
-                      "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
+            action: dict[str, Any] = {
+                "type": "decide", "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
             if you.get("loadout") and view["phase"] == "river":  # double_hand: a random 2 of 4
                 keep = {}
                 for battle in view["battles"]:

@@ -9,8 +9,16 @@ from app.games.conquest import GAME, SPECIALS
 from app.games.conquest.poker import card_name
 from app.games.conquest.state import ASSIGN, NEUTRAL, ORDERS, RIVER, TURN
 
-from .support import assert_illegal, decide, events_json, finish_phase, orders, position, prompt_of
-from .test_battle import A, B, BOARD, N1, N2, duel
+from .support import (
+    assert_illegal,
+    decide,
+    events_json,
+    finish_phase,
+    orders,
+    position,
+    prompt_of,
+)
+from .test_battle import BOARD, N1, N2, A, B, duel
 
 ALL = list(SPECIALS)
 BOTH = {"loadouts": [ALL, ALL]}
