@@ -6,9 +6,12 @@ last required submission arrives (or at once when nobody has anything to decide)
     ORDERS (2.1) -> DEFENCE (2.2) -> ASSIGN (2.3) -> [turn step] TURN (3.2) -> [river step]
     RIVER (3.3) -> [final 3.6] -> end of round: victory (2.5), income (2.6) -> next round's ORDERS
 
-The places section 5 (specials) will hook into are kept as plain named steps: :func:`activation_cost`,
-:func:`defence_cost`, :func:`stage_cost`, :func:`fold_refund`, :func:`tie_refund`, :func:`land_income`
-and, for reveals, :func:`app.games.conquest.view.flop_visible`.
+Section 5 (specials) acts through plain named steps: :func:`activation_cost` (shields),
+:func:`defence_cost`, :func:`stage_cost`, :func:`fold_refund` (free_fold), :func:`tie_refund`,
+:func:`insurance_refund`, :func:`land_income` (double incomes), :func:`max_battles` (the cap of 7),
+the deal (double_hand, double_set), the final (joker, double_hand) and, for reveals,
+:func:`app.games.conquest.view.flop_seen` / :func:`~app.games.conquest.view.hand_seen`; the
+``special`` action itself is :func:`_apply_special`.
 """
 from __future__ import annotations
 
