@@ -224,7 +224,7 @@ class State:
       order; ``battle_lands``: seat -> the lands of those battles it fights in, ascending (derived
       from ``battles`` when they are created; never changed afterwards).
     - ``pools``: seat -> dealt cards during ASSIGN (2.3).
-    - ``pool_stack``: test support only (see ``rules.stacked_position``): seat -> cards put on top of
+    - ``pool_stack``: test support only (see ``setup.stacked_position``): seat -> cards put on top of
       that seat's next pool deck.
     - ``result``: ``(ranks, scores, reason)`` once the match is over.
     - ``targets``: seat -> lands it may activate this round (computed when the round starts, from

@@ -23,19 +23,17 @@ from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR
 from app.games.conquest import poker
+from app.games.conquest.costs import max_battles, shield_on
 from app.games.conquest.poker import NAMES as _NAMES
-from app.games.conquest.rules import (
-    _mark_final_hand,
+from app.games.conquest.queries import (
     attackable,
     attacks_of,
     decision_lands,
     defendable,
-    max_battles,
-    scout_price,
     seat_battle_lands,
-    shield_on,
-    special_price,
 )
+from app.games.conquest.round import _mark_final_hand
+from app.games.conquest.rules import scout_price, special_price
 from app.games.conquest.specials import SPECIALS
 from app.games.conquest.state import (
     ASSIGN,
@@ -51,6 +49,7 @@ from app.games.conquest.state import (
     Dealt,
     State,
 )
+
 
 def flop_visible(state: State, land: int, viewer: int) -> bool:
     """Is the *current* flop of ``land``'s table open to everyone? Only while a battle is being

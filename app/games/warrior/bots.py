@@ -14,7 +14,6 @@ from typing import Any
 from app.games.warrior.dice import Force, dice_counts, exchange
 
 
-
 def _me(view: dict[str, Any]) -> dict[str, Any]:
     return view["seats"][view["viewer"]]
 

@@ -1,6 +1,6 @@
 """Helpers for the Hold'em Conquest tests.
 
-Exact positions are built with :func:`app.games.conquest.rules.stacked_position` (documented there
+Exact positions are built with :func:`app.games.conquest.setup.stacked_position` (documented there
 and in docs/games/conquest.md): chosen land owners and mana, stacked table decks (flop, then the
 neutral's hand, turn, river) and stacked pools. The helpers here find lands with a given shape on
 the map of a seed and drive phases.
@@ -12,7 +12,7 @@ from typing import Any
 
 from app.games.base import CardTokens, IllegalAction, Rng
 from app.games.conquest import GAME
-from app.games.conquest.rules import stacked_position
+from app.games.conquest.setup import stacked_position
 from app.games.conquest.state import Battle, State, Table
 
 SEED = b"conquest-position"

@@ -23,7 +23,7 @@ from .support import (
     position,
     snapshot,
 )
-from .test_battle import A, B, COMMON, N1, N2, duel
+from .test_battle import COMMON, N1, N2, A, B, duel
 
 
 def _record(seats, seed, bots):

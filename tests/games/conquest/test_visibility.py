@@ -11,8 +11,17 @@ from app.games.conquest import GAME
 from app.games.conquest.bots import RandomBot, SensibleBot
 from app.games.conquest.state import NEUTRAL
 
-from .support import board_of, decide, events_json, finish_phase, fork, orders, play, position
-from .test_battle import A, B, N1, N2, duel
+from .support import (
+    board_of,
+    decide,
+    events_json,
+    finish_phase,
+    fork,
+    orders,
+    play,
+    position,
+)
+from .test_battle import N1, N2, A, B, duel
 
 TOKEN = re.compile(r"^[a-z2-7]{12}$")
 

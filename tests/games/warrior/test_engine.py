@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.games.base import SPECTATOR, IllegalAction
-from app.games.warrior import GAME, rules
+from app.games.warrior import GAME, attack
 from app.games.warrior.bots import CaptainBot, RandomBot
 from app.games.warrior.state import OVER, SIMULTANEOUS
 
@@ -133,7 +133,7 @@ def test_prompts_invariants_and_defaults_always_legal():
             if s.phase == "target":  # the cached options are the options computed afresh
                 fresh = s.clone()
                 fresh.target_cache = None
-                assert rules.target_options(fresh) == rules.target_options(s)
+                assert attack.target_options(fresh) == attack.target_options(s)
             # applying every unsubmitted default ends the phase
             t = s
             for p in prompts:
