@@ -18,11 +18,17 @@ import random
 from typing import Any
 
 from app.games.conquest import poker
+from app.games.conquest.costs import (
+    ACTIVATION_COST,
+    DEFENCE_COST,
+    RIVER_COST,
+    TURN_COST,
+)
 
-#: Mana set aside per attack: activation 1, turn 1, and the river (2) for about half of them.
-ATTACK_BUDGET = 3
-#: Mana needed per defended land to get to its turn decision: defence 1, turn 1.
-DEFENCE_BUDGET = 2
+#: Mana set aside per attack: activation, turn, and the river for about half of them (1 + 1 + 2/2).
+ATTACK_BUDGET = ACTIVATION_COST + TURN_COST + RIVER_COST // 2
+#: Mana needed per defended land to get to its turn decision: defence and turn (1 + 1).
+DEFENCE_BUDGET = DEFENCE_COST + TURN_COST
 #: Stay at the turn only with at least this winning chance: staying costs the river (2) and the
 #: forgone refund (1), against a land worth several mana a round for the rest of the match.
 TURN_THRESHOLD = 0.3
@@ -84,7 +90,7 @@ def _affordable(view: dict[str, Any], lands: list[int]) -> list[int]:
         return lands
     out, spent = [], 0
     for land in lands:
-        cost = 1 + extra.get(land, 0)
+        cost = ACTIVATION_COST + extra.get(land, 0)
         if spent + cost <= view["you"]["mana"]:
             out.append(land)
             spent += cost

@@ -21,6 +21,12 @@ ACTION_OF_PHASE = {ORDERS: "orders", DEFENCE: "defend", ASSIGN: "assign", TURN: 
 KIND_OF_PHASE = {ORDERS: "orders", DEFENCE: "defence", ASSIGN: "assign", TURN: "decision", RIVER: "decision"}
 ACTION_TYPES = frozenset(ACTION_OF_PHASE.values())
 
+#: Mana prices of conquest.md 2.1 (activation), 2.2 (defence), 3.2 (turn), 3.3 (river), before specials.
+ACTIVATION_COST = 1
+DEFENCE_COST = 1
+TURN_COST = 1
+RIVER_COST = 2
+
 #: Largest list or object accepted in an action (more is ``malformed_action``).
 MAX_ITEMS = 64
 
@@ -41,8 +47,8 @@ def activation_cost(state: State, seat: int, land: int) -> int:
     """Mana to activate ``land`` for an attack (conquest.md 2.1): 1, plus N on a table another seat
     shielded with N (5.3.1.1)."""
     if state.shields:
-        return 1 + shield_on(state, land, seat)
-    return 1
+        return ACTIVATION_COST + shield_on(state, land, seat)
+    return ACTIVATION_COST
 
 
 def shield_on(state: State, land: int, seat: int) -> int:
@@ -65,12 +71,12 @@ def max_battles(state: State, seat: int) -> int:
 
 def defence_cost(state: State, seat: int, land: int) -> int:
     """Mana to defend ``land`` (conquest.md 2.2): 1."""
-    return 1
+    return DEFENCE_COST
 
 
 def stage_cost(state: State, battle: Battle, seat: int, stage: str) -> int:
     """Mana a participant pays to see ``stage`` (``"turn"``: 1, conquest.md 3.2; ``"river"``: 2, 3.3)."""
-    return 1 if stage == STAGE_TURN else 2
+    return TURN_COST if stage == STAGE_TURN else RIVER_COST
 
 
 def fold_refund(state: State, battle: Battle, seat: int, stage: str) -> int:
