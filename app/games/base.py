@@ -121,7 +121,7 @@ class Outcome:
 #: The state type of a game (an engine-private object; only the engine reads it).
 StateT = TypeVar("StateT")
 #: The action type a game accepts: a JSON object as received from the client (``{"type": ...}``).
-ActionT = TypeVar("ActionT", bound=Mapping[str, Any], contravariant=True)
+ActionT = TypeVar("ActionT", bound=Mapping[str, Any], contravariant=True)  # noqa: PLC0105 - the name the issue uses
 
 
 @dataclass(frozen=True, slots=True)

@@ -299,7 +299,7 @@ def test_illegal_actions_raise_illegal_action_with_a_code_and_change_nothing(gam
 def test_the_toy_game_is_listed_like_any_game(monkeypatch):
     """Listing a package in ``GAME_MODULES`` is all a game needs: the registry, the bot catalogue
     (and so ``GET /games``) and this suite pick it up."""
-    import app.games as games
+    from app import games
 
     monkeypatch.setitem(games.GAME_MODULES, "toy", "tests.games.toy_game")
     games.registry.cache_clear()
