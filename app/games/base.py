@@ -8,6 +8,11 @@ Nothing in ``app.games`` imports FastAPI, SQL or Redis. A game is one object wit
   never mutates its input state.
 - ``view(state, viewer) -> dict``: the only path from state to the wire.
 - ``outcome(state) -> Outcome | None``.
+- ``check_action`` / ``can_act`` / ``legal_actions``: public legality (bots and tests use it).
+- ``hidden_tokens(state, viewer)``: what ``viewer`` must not see; ``info``: :class:`GameInfo`.
+
+The full contract with every method's shapes and errors is :class:`Game`; how to add a game is in
+``docs/games/README.md``.
 
 Randomness comes only from :class:`Rng` kept inside the state; card ids sent to clients come
 only from :class:`CardTokens`.
@@ -16,7 +21,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, MutableSequence, Protocol, Sequence, TypeVar
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    Mapping,
+    MutableSequence,
+    Protocol,
+    Sequence,
+    TypeVar,
+)
 
 from pydantic import BaseModel
 
@@ -104,25 +118,151 @@ class Outcome:
         }
 
 
-class Game(Protocol):
-    """A rules engine. Implementations are stateless singletons; all match data lives in ``state``."""
+#: The state type of a game (an engine-private object; only the engine reads it).
+StateT = TypeVar("StateT")
+#: The action type a game accepts: a JSON object as received from the client (``{"type": ...}``).
+ActionT = TypeVar("ActionT", bound=Mapping[str, Any], contravariant=True)  # noqa: PLC0105 - the name the issue uses
 
+
+@dataclass(frozen=True, slots=True)
+class GameInfo:
+    """A game's metadata, declared as data; the registry, the lobby and ``GET /games`` read it.
+
+    - ``id``: the game id on the wire and in URLs (``"provinces"``).
+    - ``title``: the human name.
+    - ``min_seats``, ``max_seats``: the seat counts a lobby may have (inclusive).
+    - ``options``: the pydantic model of the lobby options, every field with its default; its JSON
+      schema is published by ``GET /games``.
+    - ``phases``: the prompt kinds / phase names the game uses, in their order of play (documentation
+      and the conformance suite: every prompt's ``kind`` is one of them).
+    - ``action_types``: every action ``type`` the game accepts.
+    - ``bots``: lobby bot kind (``"random"``, ``"smart"``) -> the :class:`Bot` class; the bot
+      catalogue (``app.runtime.bots.bot_class``) reads only this.
+    """
+
+    id: str
+    title: str
+    min_seats: int
+    max_seats: int
+    options: type[BaseModel]
+    phases: tuple[str, ...]
+    action_types: frozenset[str]
+    bots: Mapping[str, type[Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LegalAction:
+    """One legal *kind* of action for a seat now, with its parameter domains (``Game.legal_actions``).
+
+    - ``type``: the action type (``"attack"``).
+    - ``example``: one concrete action of this kind that is legal now (``check_action`` accepts it).
+    - ``domains``: parameter name -> the values it may take, as plain data (a list of candidates,
+      or ``{"subset_of": [...], "min": 1, "max": 7}`` for a list parameter, or
+      ``{"permutation_of": [...]}``). Enough for a bot or a test to build other legal actions; some
+      combinations of individually valid values may still be illegal (``check_action`` decides).
+    """
+
+    type: str
+    example: Mapping[str, Any]
+    domains: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Game(Protocol[StateT, ActionT]):
+    """A rules engine: a stateless singleton; all match data lives in ``state`` (type ``StateT``).
+
+    Every game implements every method; ``tests/games/test_conformance.py`` checks the contract for
+    each game listed in ``app.games.GAME_MODULES``. Nothing here may block, do I/O or read the clock.
+    """
+
+    #: the game's metadata (seats, options, phases, action types, bots)
+    info: ClassVar[GameInfo]
+    # The same as ``info.id`` etc., kept for the call sites that read them directly.
     id: ClassVar[str]
     title: ClassVar[str]
     min_seats: ClassVar[int]
     max_seats: ClassVar[int]
-    #: pydantic model of the lobby options, every field with its default; its JSON schema is published.
+    #: pydantic model of the lobby options (``info.options``).
     Options: ClassVar[type[BaseModel]]
 
-    def setup(self, seats: int, options: BaseModel, seed: bytes) -> Any: ...
+    def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> StateT:
+        """A new match for ``seats`` players (``info.min_seats``..``info.max_seats``), deterministic from
+        ``seed`` (32 bytes). ``options``: an ``Options`` instance, a dict of its fields or None for the
+        defaults. Raises ValueError for a bad seat count, pydantic ``ValidationError`` for bad options
+        (lobby bugs, not client input: the lobby validates both first)."""
+        ...
 
-    def prompts(self, state: Any) -> list[Prompt]: ...
+    def prompts(self, state: StateT) -> list[Prompt]:
+        """Who must act now: one :class:`Prompt` per seat with a pending decision (``[]`` once over).
+        Every prompt's ``default_action`` passes :meth:`check_action` for its seat."""
+        ...
 
-    def apply(self, state: Any, seat: int, action: Mapping[str, Any]) -> tuple[Any, list[Event]]: ...
+    def check_action(self, state: StateT, seat: int, action: ActionT) -> None:
+        """Raise :class:`IllegalAction` (``code``, ``message``) if ``seat`` may not send ``action`` now,
+        with the code ``apply`` would raise; return None if it is legal. Never changes ``state``."""
+        ...
 
-    def view(self, state: Any, viewer: int) -> dict[str, Any]: ...
+    def can_act(self, state: StateT, seat: int, action: ActionT) -> bool:
+        """``check_action`` as a bool: True if ``action`` by ``seat`` is legal now."""
+        ...
 
-    def outcome(self, state: Any) -> Outcome | None: ...
+    def legal_actions(self, state: StateT, seat: int) -> list[LegalAction]:
+        """The legal kinds of action for ``seat`` now, each with a legal example and its parameter
+        domains (``[]`` when the seat may do nothing). For action spaces too large to enumerate
+        (subsets and orders of cards) this is a generator of kinds, not of every action."""
+        ...
+
+    def apply(self, state: StateT, seat: int, action: ActionT) -> tuple[StateT, list[Event]]:
+        """Apply ``seat``'s ``action``; returns ``(new_state, events)``. Runs the same checks as
+        :meth:`check_action` first and raises its :class:`IllegalAction` before any change; never
+        mutates ``state``. ``seat``: 0..seats-1 (anything else is refused, not a crash)."""
+        ...
+
+    def view(self, state: StateT, viewer: int) -> dict[str, Any]:
+        """The state as ``viewer`` (a seat, :data:`SPECTATOR` or :data:`ADMIN`) may see it: a JSON-ready
+        dict, the only path from state to the wire. Contains no token of :meth:`hidden_tokens`."""
+        ...
+
+    def hidden_tokens(self, state: StateT, viewer: int) -> set[str]:
+        """The card tokens in play that ``viewer`` must not be able to identify now (what the leak
+        tests and the admin view's ``hidden_from`` use): none of them may appear in ``viewer``'s view
+        or in the events ``viewer`` receives."""
+        ...
+
+    def outcome(self, state: StateT) -> Outcome | None:
+        """None while the match runs; then :class:`Outcome` with a rank for every seat."""
+        ...
+
+
+class GameBase(Generic[StateT]):
+    """Shared plumbing for the three engines: the ``info`` mirrors and :meth:`can_act`.
+
+    ``check_action`` is the engine's own validation (the first step of its ``apply``)."""
+
+    info: ClassVar[GameInfo]
+    id: ClassVar[str]
+    title: ClassVar[str]
+    min_seats: ClassVar[int]
+    max_seats: ClassVar[int]
+    Options: ClassVar[type[BaseModel]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        info = cls.__dict__.get("info")
+        if info is not None:
+            cls.id, cls.title = info.id, info.title
+            cls.min_seats, cls.max_seats = info.min_seats, info.max_seats
+            cls.Options = info.options
+
+    def check_action(self, state: StateT, seat: int, action: Mapping[str, Any]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def can_act(self, state: StateT, seat: int, action: Mapping[str, Any]) -> bool:
+        """True if ``action`` by ``seat`` is legal now (:meth:`check_action` does not raise)."""
+        try:
+            self.check_action(state, seat, action)
+        except IllegalAction:
+            return False
+        return True
 
 
 class Rng:

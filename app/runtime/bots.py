@@ -3,30 +3,23 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import logging
 import secrets
 from typing import Any
 
 from app.client.socket import MatchSocket, play
+from app.games import registry
 
 log = logging.getLogger("bannerfall.bots")
 
-#: lobby bot kinds -> class names tried in each game's ``bots`` module
-BOT_KINDS: dict[str, tuple[str, ...]] = {
-    "random": ("RandomBot",),
-    "smart": ("GreedyBot", "SensibleBot", "CaptainBot", "SmartBot"),
-}
+#: the lobby bot kinds, in the order ``GET /games`` lists them (each game's ``info.bots`` has its own)
+BOT_KINDS: tuple[str, ...] = ("random", "smart")
 
 
 def bot_class(game_id: str, kind: str):
-    """The bot class for a game and kind; KeyError if the game has none of that kind."""
-    module = importlib.import_module(f"app.games.{game_id}.bots")
-    for name in BOT_KINDS.get(kind, ()):
-        cls = getattr(module, name, None)
-        if cls is not None:
-            return cls
-    raise KeyError(f"no {kind!r} bot for {game_id}")
+    """The bot class for a game and kind, from the game's metadata (``GAME.info.bots``); KeyError if
+    the game is unknown or has no bot of that kind."""
+    return registry()[game_id].info.bots[kind]
 
 
 def make_bot(game_id: str, kind: str, seed: int):

@@ -43,7 +43,7 @@ async def match_state(match_id: MatchId, manager: ManagerDep, _admin: AdminDep) 
     if runner is None:
         raise not_found("match")
     msg = runner.state_message(ADMIN, [])
-    hidden = getattr(runner.game, "hidden_tokens", None)
+    hidden = runner.game.hidden_tokens
     return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
             "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}
             if hidden else None}

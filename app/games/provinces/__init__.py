@@ -1,8 +1,8 @@
 """Provinces: a territory war on a hex map with garrisons of cards (``shared/rules/provinces.md``).
 
-``GAME`` is the stateless engine singleton implementing ``app.games.base.Game``.
+``GAME`` is the stateless engine singleton (:class:`app.games.provinces.game.ProvincesGame`).
 """
-from .rules import ProvincesGame
+from .game import ProvincesGame
 from .state import Options
 
 GAME = ProvincesGame()

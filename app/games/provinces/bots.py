@@ -4,51 +4,23 @@
 - :class:`GreedyBot`: sorts and attacks where a simulated battle against the visible garrison
   wins, moves cards from the interior to the front, then ends the turn.
 
-Both end their turn after a bounded number of actions, so a match between bots always ends.
+Both end their turn after a bounded number of actions, so a match between bots always ends. They
+use the rules' own battle (:func:`app.games.provinces.rules.battle_result`) and constants
+(``state.MAX_GARRISON``, ``state.DEALING_MODES``); nothing of the rules is copied here.
 """
 from __future__ import annotations
 
 import random
 from typing import Any
 
-MAX_GARRISON = 7
-MODES = ("evenly", "randomly", "most_unevenly")
+from app.games.provinces.rules import battle_result
+from app.games.provinces.state import DEALING_MODES, MAX_GARRISON
 
 
 def simulate(attacking: list[int | None], defending: list[int | None], tie_rule: str) -> tuple[bool, int]:
-    """Play a battle on values (None = joker) by rules 3.2–3.5; returns (conquered, attacker
-    survivors). Used by bots to judge an attack on the garrison they can see."""
-    if not defending:
-        return True, len(attacking)
-    a = list(attacking)
-    d = list(defending)
-    a0, d0 = len(a), len(d)
-    a_lost = d_lost = 0
-    while True:
-        x = a.pop(0)
-        y = d.pop(0)
-        if x is None and y is None:
-            a_lost += 1
-            d_lost += 1
-        elif x is None:
-            a.append(y)
-            d_lost += 1
-        elif y is None:
-            d.append(x)
-            a_lost += 1
-        elif x > y:
-            a.append(max(x - 1, 0))
-            d_lost += 1
-        elif y > x or tie_rule == "defender_wins":
-            d.append(max(y - 1, 0))
-            a_lost += 1
-        else:
-            a_lost += 1
-            d_lost += 1
-        a_routed = 2 * a_lost >= a0
-        d_routed = 2 * d_lost >= d0
-        if a_routed or d_routed:
-            return (d_routed and not a_routed), len(a)
+    """(conquered, attacker survivors) of a battle on the values a bot can see (None = joker): the
+    engine's own battle, :func:`app.games.provinces.rules.battle_result` (rules 3.2–3.7)."""
+    return battle_result(attacking, defending, tie_rule)
 
 
 class _TurnBot:
@@ -116,7 +88,7 @@ class RandomBot(_TurnBot):
         options.append(("set_dealing", None, None, None))
         kind, p, other, tokens = options[self.rng.randrange(len(options))]
         if kind == "set_dealing":
-            return {"type": "set_dealing", "mode": self.rng.choice(MODES)}
+            return {"type": "set_dealing", "mode": self.rng.choice(DEALING_MODES)}
         if kind == "sort":
             order = tokens[:]
             self.rng.shuffle(order)
@@ -135,7 +107,7 @@ class GreedyBot(_TurnBot):
     def _new_turn(self, view: dict[str, Any]) -> None:
         self._sorted: set[int] = set()
         if self.rng.random() < 0.2:
-            self._pending_mode: str | None = self.rng.choice(MODES)
+            self._pending_mode: str | None = self.rng.choice(DEALING_MODES)
         else:
             self._pending_mode = None
 

@@ -1,6 +1,7 @@
 """Provinces: the rules engine (``shared/rules/provinces.md``).
 
-``ProvincesGame`` implements the ``Game`` protocol of ``app.games.base``. Actions (one seat acts at
+Setup, the battle, dealing, ``apply`` and the public legality (``check_action``, ``legal_actions``);
+the ``Game`` object is :class:`app.games.provinces.game.ProvincesGame`. Actions (one seat acts at
 a time, on its turn; see ``docs/games/provinces.md``):
 
 - ``{"type": "attack", "from": p, "to": q, "cards": [token, ...]}`` (rules 3.1–3.7)
@@ -11,18 +12,33 @@ a time, on its turn; see ``docs/games/provinces.md``):
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from pydantic import BaseModel
-
-from app.games.base import SPECTATOR, CardTokens, Event, IllegalAction, Outcome, Prompt, Rng, action_type
+from app.games.base import (
+    SPECTATOR,
+    CardTokens,
+    Event,
+    IllegalAction,
+    LegalAction,
+    Outcome,
+    Rng,
+    action_type,
+)
 
 from .board import generate_board
 from .state import (
-    DEALING_MODES, DECK_SIZE, MAX_ACTIONS_PER_TURN, MAX_GARRISON, Card, Options, State, is_joker_ident,
+    DEALING_MODES,
+    DECK_SIZE,
+    JOKER,
+    MAX_ACTIONS_PER_TURN,
+    MAX_GARRISON,
+    Card,
+    Options,
+    State,
+    is_joker_ident,
     new_card,
 )
-from .view import hidden_tokens, render, visible_cards
+from .view import visible_cards
 
 #: Provinces per player (rule 1.3) and starting cards per garrison.
 PROVINCES_PER_SEAT = 6
@@ -218,6 +234,20 @@ def fight(attacking: list[Card], defending: list[Card], tie_rule: str) -> tuple[
             return duels, a_stack, d_stack, destroyed, a_routed, d_routed
 
 
+def battle_result(attacking: Sequence[int | None], defending: Sequence[int | None], tie_rule: str) -> tuple[bool, int]:
+    """The result of a battle on card values alone (None = an unrevealed joker), by rules 3.2–3.7:
+    ``(conquered, attacker_survivors)``. An empty ``defending`` is taken without a duel. Bots judge
+    an attack on the garrison they can see with it (the same :func:`fight` as the engine)."""
+    if not defending:
+        return True, len(attacking)
+
+    def cards(values: Sequence[int | None]) -> list[Card]:
+        return [Card("", 0, JOKER if v is None else "", None, v) for v in values]
+
+    _, survivors, _, _, a_routed, d_routed = fight(cards(attacking), cards(defending), tie_rule)
+    return d_routed and not a_routed, len(survivors)
+
+
 # --------------------------------------------------------------------------------------------
 # dealing (rules 2.3, 5)
 
@@ -349,71 +379,81 @@ def _over_events(state: State) -> list[Event]:
 # the game object
 
 
-class ProvincesGame:
-    """Provinces: hex-map territory war with garrisons of cards (``shared/rules/provinces.md``)."""
+# --------------------------------------------------------------------------------------------
+# apply and public legality
 
-    id = "provinces"
-    title = "Provinces"
-    min_seats = 2
-    max_seats = 6
-    Options = Options
 
-    # -- contract -----------------------------------------------------------------------------
+def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
+    """Apply ``action`` by ``seat``; returns the new state and events. Never mutates ``state``.
 
-    def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
-        """A new match (rules 1.1, 1.3, 2.1). ``options``: an :class:`Options`, a dict of its fields or
-        None. Raises ValueError for a bad seat count, pydantic ValidationError for bad options."""
-        if options is None:
-            options = Options()
-        elif not isinstance(options, Options):
-            data = options.model_dump() if isinstance(options, BaseModel) else dict(options)
-            options = Options(**data)
-        return setup_state(seats, options, bytes(seed))
+    Raises IllegalAction: ``match_over``, ``malformed_action``, ``unknown_action``,
+    ``not_your_turn``, ``action_limit`` and the codes of each action (docs/games/provinces.md)."""
+    if state.result is not None:
+        raise IllegalAction("match_over", "the match is over")
+    # Fast path for the usual plain dict; anything else goes through the shared checks.
+    kind = action.get("type") if type(action) is dict else action_type(action)
+    if type(kind) is not str:
+        raise IllegalAction("malformed_action", "an action needs a string 'type'")
+    if type(seat) is not int or seat != state.current:
+        raise IllegalAction("not_your_turn", "it is not your turn")
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        raise IllegalAction("unknown_action", f"unknown action type {kind[:40]!r}")
+    if kind != "end_turn" and state.actions >= MAX_ACTIONS_PER_TURN:
+        raise IllegalAction("action_limit", "too many actions this turn; end the turn")
+    return handler(state, seat, action)
 
-    def prompts(self, state: State) -> list[Prompt]:
-        """One ``turn`` prompt for the seat whose turn it is; its default is ``end_turn`` (rule 2.2)."""
-        if state.result is not None:
-            return []
-        return [
-            Prompt(
-                seat=state.current,
-                kind="turn",
-                phase_id=state.phase_id,
-                deadline_seconds=float(state.options.turn_seconds),
-                default_action={"type": "end_turn"},
-            )
-        ]
 
-    def apply(self, state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
-        """Apply ``action`` by ``seat``; returns the new state and events. Never mutates ``state``.
+def check_action(state: State, seat: int, action: Mapping[str, Any]) -> None:
+    """Raise the IllegalAction ``apply`` would raise for ``action`` by ``seat`` now; None if legal.
 
-        Raises IllegalAction: ``match_over``, ``malformed_action``, ``unknown_action``,
-        ``not_your_turn``, ``action_limit`` and the codes of each action (docs/games/provinces.md)."""
-        if state.result is not None:
-            raise IllegalAction("match_over", "the match is over")
-        # Fast path for the usual plain dict; anything else goes through the shared checks.
-        kind = action.get("type") if type(action) is dict else action_type(action)
-        if type(kind) is not str:
-            raise IllegalAction("malformed_action", "an action needs a string 'type'")
-        if type(seat) is not int or seat != state.current:
-            raise IllegalAction("not_your_turn", "it is not your turn")
-        handler = _HANDLERS.get(kind)
-        if handler is None:
-            raise IllegalAction("unknown_action", f"unknown action type {kind[:40]!r}")
-        if kind != "end_turn" and state.actions >= MAX_ACTIONS_PER_TURN:
-            raise IllegalAction("action_limit", "too many actions this turn; end the turn")
-        return handler(state, seat, action)
+    The checks are those of :func:`apply` and its handlers (they run before any change and the
+    input state is never mutated), so legality has one definition."""
+    apply(state, seat, action)
 
-    def view(self, state: State, viewer: int) -> dict[str, Any]:
-        """The state as ``viewer`` may see it (rules 6.1–6.3)."""
-        return render(state, viewer)
 
-    def outcome(self, state: State) -> Outcome | None:
-        return state.result
+def is_frontline(state: State, province: int) -> bool:
+    """True if ``province`` borders a province of another seat (rule 4.1)."""
+    owner = state.owners[province]
+    return any(state.owners[o] != owner for o in state.board.adjacent[province])
 
-    def hidden_tokens(self, state: State, viewer: int) -> set[str]:
-        """Tokens ``viewer`` must not see now (unrevealed jokers of other seats; rule 6.1)."""
-        return hidden_tokens(state, viewer)
+
+def legal_actions(state: State, seat: int) -> list[LegalAction]:
+    """The legal kinds of action for ``seat`` now (rules 2.2, 3.1, 4.1–4.3, 5), each with a legal
+    example and its domains: ``attack``/``move`` routes with the cards that may go (``subset_of``
+    the garrison, ``max`` the room), ``sort`` of a frontline garrison (``permutation_of``),
+    ``set_dealing`` (``mode`` among the dealing modes) and ``end_turn``. ``[]`` if it is not the
+    seat's turn or the match is over."""
+    if state.result is not None or seat != state.current:
+        return []
+    out: list[LegalAction] = []
+    if state.actions < MAX_ACTIONS_PER_TURN:
+        owners = state.owners
+        for p, garrison in enumerate(state.garrisons):
+            if owners[p] != seat or not garrison:
+                continue
+            tokens = [c.token for c in garrison]
+            received = state.received >> p & 1
+            for q in state.board.adjacent[p]:
+                if owners[q] != seat:
+                    if not received and not state.attacked >> p & 1:
+                        out.append(LegalAction("attack", {"type": "attack", "from": p, "to": q, "cards": tokens},
+                                               {"from": [p], "to": [q],
+                                                "cards": {"subset_of": tokens, "min": 1, "max": len(tokens)}}))
+                elif not received:
+                    room = MAX_GARRISON - len(state.garrisons[q])
+                    if room > 0:
+                        count = min(room, len(tokens))
+                        out.append(LegalAction("move", {"type": "move", "from": p, "to": q, "cards": tokens[:count]},
+                                               {"from": [p], "to": [q],
+                                                "cards": {"subset_of": tokens, "min": 1, "max": count}}))
+            if is_frontline(state, p):
+                out.append(LegalAction("sort", {"type": "sort", "province": p, "order": tokens},
+                                       {"province": [p], "order": {"permutation_of": tokens}}))
+        out.append(LegalAction("set_dealing", {"type": "set_dealing", "mode": DEALING_MODES[0]},
+                               {"mode": list(DEALING_MODES)}))
+    out.append(LegalAction("end_turn", {"type": "end_turn"}))
+    return out
 
 
 # -- actions ----------------------------------------------------------------------------------

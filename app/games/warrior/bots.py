@@ -11,8 +11,8 @@ import random
 from functools import lru_cache
 from typing import Any
 
+from app.games.warrior.cards import DIE_FACES
 from app.games.warrior.dice import Force, dice_counts, exchange
-
 
 
 def _me(view: dict[str, Any]) -> dict[str, Any]:
@@ -114,8 +114,8 @@ def _exchange_edge(att_inf: int, att_arch: int, def_inf: int, def_arch: int) -> 
     defender = Force(9, def_inf, def_arch)
     n_att, n_def = dice_counts(attacker, defender)
     total = count = 0
-    for a in itertools.product(range(1, 7), repeat=n_att):
-        for d in itertools.product(range(1, 7), repeat=n_def):
+    for a in itertools.product(range(1, DIE_FACES + 1), repeat=n_att):
+        for d in itertools.product(range(1, DIE_FACES + 1), repeat=n_def):
             x = exchange(a, d, attacker, defender)
             total += x.defender_losses - x.attacker_losses
             count += 1

@@ -15,9 +15,23 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from app.games.base import Rng
-from app.games.warrior import rules
-from app.games.warrior.cards import ATTACK, CREATURE, ROUND_KEEP, SIEGE_ENGINE, WIZARD, CardSet, load_card_set
-from app.games.warrior.state import KEEP, PLACE_WIZARDS, MatchTokens, Timing, WarriorState
+from app.games.warrior import common, rules
+from app.games.warrior.cards import (
+    ATTACK,
+    CREATURE,
+    ROUND_KEEP,
+    SIEGE_ENGINE,
+    WIZARD,
+    CardSet,
+    load_card_set,
+)
+from app.games.warrior.state import (
+    KEEP,
+    PLACE_WIZARDS,
+    MatchTokens,
+    Timing,
+    WarriorState,
+)
 
 LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
 #: "D": a creature with two or more symbols (only in card sets that have one).
@@ -146,12 +160,12 @@ def position(
     s.pile = tuple(free)
     events: list = []
     if place_wizards:
-        rules._open(s, PLACE_WIZARDS, tuple(sorted(place_wizards)))
+        common._open(s, PLACE_WIZARDS, tuple(sorted(place_wizards)))
     elif hands:
         if attacks:
             raise ValueError("a keep-phase position has no attacks queued yet")
         s.keep_counts = tuple(min(ROUND_KEEP[round - 1], len(h)) for h in s.hands)
-        rules._open(s, KEEP, tuple(seat for seat in range(seats) if s.hands[seat]))
+        common._open(s, KEEP, tuple(seat for seat in range(seats) if s.hands[seat]))
     else:
         queue.sort(key=lambda q: cs.cards[q[0]].number)
         s.queue = tuple(queue)

@@ -8,10 +8,35 @@ Clause references are to ``shared/rules/warrior.md``.
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-from app.games.base import Event, IllegalAction, Outcome, Rng, action_type, require
+from app.games.base import (
+    Event,
+    IllegalAction,
+    LegalAction,
+    Outcome,
+    Prompt,
+    Rng,
+    action_type,
+    require,
+)
+from app.games.warrior.attack import (
+    _act_end_attack,
+    _act_go_on,
+    _act_lose,
+    _act_reattack,
+    _act_stop,
+    _act_target,
+    _step_after_exchange,
+    _step_end_check,
+    _step_exchange,
+    _step_finish_attack,
+    _step_next_attack,
+    _step_post_exchange,
+    _step_target,
+    default_losses,
+    default_target,
+)
 from app.games.warrior.cards import (
     ATTACK,
     CREATURE,
@@ -20,12 +45,24 @@ from app.games.warrior.cards import (
     ROUND_KEEP,
     ROUNDS,
     SIEGE_ENGINE,
-    SIEGE_HIT,
     VICTORY_CARD_POINTS,
     WIZARD,
     CardSet,
 )
-from app.games.warrior.dice import Force, dice_counts, exchange, roll
+from app.games.warrior.common import (
+    Events,
+    _cards_from,
+    _draw,
+    _largest,
+    _mapping,
+    _nation_sizes,
+    _open,
+    _race_arg,
+    _reshuffle_discards,
+    _token_list,
+    face,
+)
+from app.games.warrior.siege import _act_siege
 from app.games.warrior.state import (
     CONTINUE,
     KEEP,
@@ -34,137 +71,13 @@ from app.games.warrior.state import (
     PLACE_WIZARDS,
     REATTACK,
     SIEGE,
+    SIMULTANEOUS,
     TARGET,
-    Attack,
     KeepChoice,
     MatchTokens,
-    SiegeShot,
     Timing,
     WarriorState,
 )
-
-#: Longest list accepted in any action (far above any legal list; guards against huge inputs).
-MAX_LIST = 32
-
-Events = list[Event]
-
-
-# ---------------------------------------------------------------------------------------------
-# Small helpers
-# ---------------------------------------------------------------------------------------------
-def face(s: WarriorState, card: int) -> dict[str, Any]:
-    """The public face of ``card`` with its current token, for events and views."""
-    return {"id": s.tokens[card], **s.card_set.faces[card]}
-
-
-def _other_seats(s: WarriorState, seat: int) -> tuple[int, ...]:
-    """Other seats, clockwise from ``seat``."""
-    return _clockwise(s.seats, seat)
-
-
-@lru_cache(maxsize=64)
-def _clockwise(seats: int, seat: int) -> tuple[int, ...]:
-    return tuple((seat + i) % seats for i in range(1, seats))
-
-
-def _nation_sizes(s: WarriorState, seat: int, extra: tuple[int, ...] = ()) -> dict[int, int]:
-    """Race -> creature count of the seat's nations, with ``extra`` creature cards added."""
-    race_of = s.card_set.race_of
-    sizes: dict[int, int] = {}
-    for c in s.creatures[seat]:
-        r = race_of[c]
-        sizes[r] = sizes.get(r, 0) + 1
-    for c in extra:
-        r = race_of[c]
-        sizes[r] = sizes.get(r, 0) + 1
-    return sizes
-
-
-def _largest(sizes: Mapping[int, int], allowed) -> int | None:
-    """The largest nation among ``allowed`` races (ties: race-table order), or None."""
-    best = None
-    for r in sorted(allowed):
-        if best is None or sizes[r] > sizes[best]:
-            best = r
-    return best
-
-
-def _race_arg(s: WarriorState, value: Any) -> int:
-    if not (isinstance(value, str) and value in s.card_set.race_index):
-        raise IllegalAction("unknown_race", f"unknown race {value!r}")
-    return s.card_set.race_index[value]
-
-
-def _token_list(value: Any, field: str) -> list[str]:
-    if not isinstance(value, list):
-        raise IllegalAction("malformed_action", f"'{field}' must be a list of card ids")
-    if len(value) > MAX_LIST:
-        raise IllegalAction("malformed_action", f"'{field}' is too long")
-    if not all(isinstance(t, str) for t in value):
-        raise IllegalAction("malformed_action", f"'{field}' must hold card ids (strings)")
-    if len(set(value)) != len(value):
-        raise IllegalAction("duplicate_card", f"'{field}' names a card twice")
-    return value
-
-
-def _cards_from(s: WarriorState, tokens: list[str], allowed: list[int], code: str = "unknown_card") -> list[int]:
-    """Map tokens to cards among ``allowed``; IllegalAction ``code`` for any other token."""
-    by_token = {s.tokens[c]: c for c in allowed}
-    out = []
-    for t in tokens:
-        if t not in by_token:
-            raise IllegalAction(code, f"card {t!r} cannot be used here")
-        out.append(by_token[t])
-    return out
-
-
-def _is_mapping(value: Any) -> bool:
-    return type(value) is dict or isinstance(value, Mapping)  # the dict fast path skips the ABC check
-
-
-def _mapping(value: Any, field: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not _is_mapping(value):
-        raise IllegalAction("malformed_action", f"'{field}' must be an object of card id -> nation")
-    if len(value) > MAX_LIST:
-        raise IllegalAction("malformed_action", f"'{field}' is too long")
-    if not all(isinstance(k, str) for k in value):
-        raise IllegalAction("malformed_action", f"'{field}' keys must be card ids")
-    return dict(value)
-
-
-def _open(s: WarriorState, phase: str, waiting: tuple[int, ...]) -> None:
-    """Start a new decision point."""
-    s.phase = phase
-    s.phase_id += 1
-    s.waiting = waiting
-    s.choices = [None] * s.seats
-    s.target_cache = None
-
-
-def _draw(s: WarriorState, ev: Events) -> int | None:
-    """Top card of the pile, refilled from the face-up discards when empty (3.1 house); None if both empty.
-    The caller gives it a fresh token."""
-    if not s.pile:
-        if not s.discards:
-            return None
-        _reshuffle_discards(s, ev)
-    card = s.pile[-1]
-    s.pile = s.pile[:-1]
-    return card
-
-
-def _reshuffle_discards(s: WarriorState, ev: Events) -> None:
-    tokens = list(s.tokens)
-    for c in s.discards:
-        tokens[c] = None
-    s.tokens = tuple(tokens)
-    pile = [*s.pile, *s.discards]
-    ev.append(Event("discards_shuffled", {"cards": len(s.discards), "pile": len(pile)}))
-    s.discards = ()
-    s.draw_rng().shuffle(pile)
-    s.pile = tuple(pile)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,483 +402,6 @@ def _step_game_over(s: WarriorState, ev: Events) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Attacks (3.3, 4)
-# ---------------------------------------------------------------------------------------------
-def _step_next_attack(s: WarriorState, ev: Events) -> str | None:
-    if not s.queue:
-        return "end_round"
-    card, seat, race = s.queue[0]
-    s.queue = s.queue[1:]
-    s.attack = Attack(seat=seat, card=card, nation=race, force=(), face_down=())
-    ev.append(Event("attack_started", {
-        "seat": seat, "card": face(s, card),
-        "nation": s.card_set.races[race] if race is not None else None,
-    }))
-    return _open_siege(s, ev, "target")
-
-
-def targets_for(s: WarriorState, seat: int, race: int | None) -> list[tuple[int, int]]:
-    """Nations seat may attack (4.1, 4.2): other players' unprotected non-empty nations of ``race`` or
-    its natural enemy, or any such nation for a mercenary force (``race`` None). Clockwise from seat."""
-    out = []
-    race_of = s.card_set.race_of
-    allowed = None if race is None else {race, s.card_set.enemy[race]}
-    for other in _other_seats(s, seat):
-        present = {race_of[c] for c in s.creatures[other]}
-        if allowed is not None:
-            present &= allowed
-        if present and s.wizards[other]:
-            present -= {r for _, r in s.wizards[other]}
-        for r in sorted(present):
-            out.append((other, r))
-    return out
-
-
-def target_options(s: WarriorState) -> tuple[dict[int | None, list[tuple[int, int]]], list[int], int]:
-    """For the current attack: ({attacking nation (None = mercenaries): [targets]}, mercenary candidates,
-    mercenary force size). Only nations with at least one target appear. 4.1, 4.7.
-    The result is shared (cached while the TARGET phase is open): callers must not mutate it."""
-    if s.target_cache is not None and s.phase == TARGET:
-        return s.target_cache
-    atk = s.attack
-    assert atk is not None
-    card = s.card_set.cards[atk.card]
-    options: dict[int | None, list[tuple[int, int]]] = {}
-    if card.mercenaries:
-        candidates: list[int] = []
-        size = 0
-        if atk.started:
-            if atk.force:
-                targets = targets_for(s, atk.seat, None)
-                if targets:
-                    options[None] = targets
-        else:
-            candidates = list(s.creatures[atk.seat])
-            size = min(card.mercenaries, len(candidates))
-            targets = targets_for(s, atk.seat, None) if size else []
-            if targets:
-                options[None] = targets
-        return options, candidates, size
-    if atk.started:
-        if atk.force and atk.nation is not None:
-            targets = targets_for(s, atk.seat, atk.nation)
-            if targets:
-                options[atk.nation] = targets
-        return options, [], 0
-    sizes = _nation_sizes(s, atk.seat)
-    usable = [r for r in sorted(sizes) if not s.protected(atk.seat, r)]
-    if atk.nation is not None and atk.nation in usable:
-        attackers = [atk.nation]
-    else:  # the card's nation is gone or protected: the player picks another (4.1 house)
-        attackers = usable
-    for r in attackers:
-        targets = targets_for(s, atk.seat, r)
-        if targets:
-            options[r] = targets
-    return options, [], 0
-
-
-def _force_default(s: WarriorState, candidates: list[int], size: int) -> list[int]:
-    """Default mercenary force: infantry first, then archers, then knights; earliest placed first."""
-    cards = s.card_set.cards
-    order = sorted(candidates, key=lambda c: (0 if cards[c].infantry else 1 if cards[c].archer else 2,))
-    return order[:size]
-
-
-def _target_default(s: WarriorState) -> tuple[int | None, tuple[int, int], list[int]]:
-    """(attacking nation, target, mercenary force) taken when the attacker does not answer: the card's
-    nation if usable, else the largest usable; the smallest target nation (ties: clockwise, race order)."""
-    atk = s.attack
-    assert atk is not None
-    options, candidates, size = target_options(s)
-    if atk.nation in options:
-        nation = atk.nation
-    else:
-        sizes = _nation_sizes(s, atk.seat)
-        nation = _largest(sizes, [r for r in options if r is not None]) if None not in options else None
-    targets = options[nation]
-    best = min(targets, key=lambda t: len(s.nation(*t)))
-    force = _force_default(s, candidates, size) if candidates else []
-    return nation, best, force
-
-
-def default_target(s: WarriorState) -> dict[str, Any]:
-    nation, target, force = _target_default(s)
-    races = s.card_set.races
-    action: dict[str, Any] = {"type": "target", "target": {"seat": target[0], "race": races[target[1]]}}
-    if nation is not None:
-        action["nation"] = races[nation]
-    if force:
-        action["force"] = [s.tokens[c] for c in force]
-    return action
-
-
-def _step_target(s: WarriorState, ev: Events) -> str | None:
-    atk = s.attack
-    assert atk is not None
-    options, candidates, size = target_options(s)
-    if not options:
-        if not atk.started:
-            ev.append(Event("attack_unused", {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
-        return "finish_attack"
-    forced = len(options) == 1 and len(next(iter(options.values()))) == 1 and len(candidates) == size
-    if forced:
-        nation, target, force = _target_default(s)
-        if candidates:
-            force = list(candidates)
-        return _set_target(s, ev, nation, target, force)
-    _open(s, TARGET, (atk.seat,))
-    s.target_cache = (options, candidates, size)
-    return None
-
-
-def _set_target(s: WarriorState, ev: Events, nation: int | None, target: tuple[int, int], force: list[int]) -> str:
-    atk = s.attack
-    assert atk is not None
-    s.target_cache = None  # the choice is made: the options are stale from here on
-    races = s.card_set.races
-    if not atk.started:
-        atk.started = True
-        if s.card_set.cards[atk.card].mercenaries:
-            atk.force = tuple(force)
-        else:
-            atk.nation = nation
-            atk.force = tuple(s.nation(atk.seat, nation))  # the whole nation attacks
-    atk.target = target
-    ev.append(Event("target_chosen", {
-        "seat": atk.seat,
-        "nation": races[atk.nation] if atk.nation is not None and not s.card_set.cards[atk.card].mercenaries else None,
-        "force": [s.tokens[c] for c in atk.force],
-        "target": {"seat": target[0], "race": races[target[1]]},
-        "reattack": atk.reattacks,
-    }))
-    return "exchange"
-
-
-def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    atk = s.attack
-    assert atk is not None
-    options, candidates, size = target_options(s)
-    raw_target = action.get("target")
-    require(_is_mapping(raw_target), "malformed_action", "'target' must be {seat, race}")
-    t_seat = raw_target.get("seat")
-    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action", "target seat must be an integer")
-    t_race = _race_arg(s, raw_target.get("race"))
-    mercenary = None in options
-    if mercenary:
-        nation = None
-    elif "nation" in action and action["nation"] is not None:
-        nation = _race_arg(s, action["nation"])
-        require(nation in options, "illegal_nation", "that nation cannot make this attack")
-    else:
-        require(len(options) == 1, "nation_required", "name the attacking 'nation'")
-        nation = next(iter(options))
-    require((t_seat, t_race) in options[nation], "illegal_target", "that nation cannot be attacked by this force")
-    force: list[int] = []
-    if candidates:
-        raw_force = action.get("force")
-        if raw_force is None:
-            if len(candidates) != size:
-                raise IllegalAction("force_required", f"choose {size} creatures for the mercenary force")
-            force = list(candidates)
-        else:
-            tokens = _token_list(raw_force, "force")
-            if len(tokens) != size:
-                raise IllegalAction("wrong_count", f"a mercenary force of {size} creatures")
-            force = _cards_from(s, tokens, candidates, "not_your_creature")
-    return _set_target(s, ev, nation, (t_seat, t_race), force)
-
-
-def _force_of(s: WarriorState, members, card: int | None = None) -> Force:
-    """Face-up creatures ``members`` (plus the attack ``card``'s symbols) as a :class:`Force`."""
-    cards = s.card_set.cards
-    infantry = archers = 0
-    if card is not None:
-        infantry, archers = cards[card].infantry, cards[card].archer
-    for c in members:
-        d = cards[c]
-        infantry += d.infantry
-        archers += d.archer
-    return Force(len(members), infantry, archers)
-
-
-def _step_exchange(s: WarriorState, ev: Events) -> str | None:
-    """One exchange (4.3-4.5): dice from the match rng, losses chosen by the losing sides."""
-    atk = s.attack
-    assert atk is not None and atk.target is not None
-    defending = s.nation(*atk.target)
-    attacker = _force_of(s, atk.force, atk.card)
-    defender = _force_of(s, defending)
-    n_att, n_def = dice_counts(attacker, defender)
-    rng = s.draw_rng()
-    result = exchange(roll(rng, n_att), roll(rng, n_def), attacker, defender)
-    atk.exchanges += 1
-    atk.last = result
-    ev.append(Event("exchange", {
-        "seat": atk.seat,
-        "target": {"seat": atk.target[0], "race": s.card_set.races[atk.target[1]]},
-        **result.to_wire(),
-    }))
-    losses = []
-    if result.attacker_losses:
-        losses.append((atk.seat, result.attacker_losses, True))
-    if result.defender_losses:
-        losses.append((atk.target[0], result.defender_losses, False))
-    s.losses = tuple(losses)
-    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < (len(atk.force) if from_att else len(defending))))
-    if waiting:
-        _open(s, LOSE, waiting)
-        return None
-    _apply_losses(s, ev)
-    return "post_exchange"
-
-
-def lose_candidates(s: WarriorState, from_attacker: bool) -> list[int]:
-    """Cards that may be lost: the attacker's face-up force, or the defending nation (4.5)."""
-    atk = s.attack
-    assert atk is not None and atk.target is not None
-    return list(atk.force) if from_attacker else s.nation(*atk.target)
-
-
-def loss_entry(s: WarriorState, seat: int) -> tuple[int, int, bool]:
-    for entry in s.losses:
-        if entry[0] == seat:
-            return entry
-    raise IllegalAction("not_your_turn", "you have nothing to lose now")
-
-
-def default_losses(s: WarriorState, seat: int) -> list[int]:
-    """4.8: the cards with the fewest symbols, then the most recently placed."""
-    _, count, from_att = loss_entry(s, seat)
-    cards = s.card_set.cards
-    position = {c: i for i, c in enumerate(s.creatures[seat])}
-    order = sorted(lose_candidates(s, from_att), key=lambda c: (cards[c].symbol_total, -position[c]))
-    return order[:count]
-
-
-def _act_lose(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    _, count, from_att = loss_entry(s, seat)
-    tokens = _token_list(action.get("cards"), "cards")
-    if len(tokens) != count:
-        raise IllegalAction("wrong_count", f"lose exactly {count} card(s)")
-    s.choices[seat] = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))
-    ev.append(Event("submitted", {"seat": seat, "phase": LOSE}))
-    if any(s.choices[w] is None for w in s.waiting):
-        return None
-    _apply_losses(s, ev)
-    return "post_exchange"
-
-
-def _apply_losses(s: WarriorState, ev: Events) -> None:
-    atk = s.attack
-    assert atk is not None and atk.target is not None
-    for seat, count, from_att in s.losses:
-        chosen = s.choices[seat] if s.choices[seat] is not None else None
-        if chosen is None:
-            candidates = lose_candidates(s, from_att)
-            chosen = candidates if count >= len(candidates) else default_losses(s, seat)
-        winner = atk.target[0] if from_att else atk.seat
-        for card in chosen:
-            _destroy(s, seat, card, winner, "exchange", ev)
-    s.losses = ()
-    s.choices = [None] * s.seats
-
-
-def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Events) -> None:
-    """Card of ``seat`` destroyed by ``by``: to by's victory pile (4.5, 5.1). A nation left with no
-    creature loses its wizard (discarded face up, house)."""
-    cards = s.card_set.cards
-    data = {"seat": seat, "card": face(s, card), "by": by, "cause": cause}
-    if cards[card].kind == WIZARD:
-        data["nation"] = next((s.card_set.races[r] for w, r in s.wizards[seat] if w == card), None)
-        s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != card)
-    else:
-        s.creatures[seat] = tuple(c for c in s.creatures[seat] if c != card)
-        atk = s.attack
-        if atk is not None:
-            if card in atk.force:
-                atk.force = tuple(c for c in atk.force if c != card)
-            if card in atk.face_down:
-                atk.face_down = tuple(c for c in atk.face_down if c != card)
-        race = cards[card].race
-        race_of = s.card_set.race_of
-        if race not in {race_of[c] for c in s.creatures[seat]}:
-            wizard = s.wizard_of(seat, race)
-            if wizard is not None:
-                s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
-                s.discards += (wizard,)
-                ev.append(Event("wizard_discarded", {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
-    s.victory[by] += (card,)
-    ev.append(Event("card_destroyed", data))
-
-
-def _step_post_exchange(s: WarriorState, ev: Events) -> str | None:
-    return _open_siege(s, ev, "after_exchange")
-
-
-def _attack_over(s: WarriorState) -> bool:
-    atk = s.attack
-    assert atk is not None and atk.target is not None
-    return not atk.force or not s.nation(*atk.target)
-
-
-def _step_after_exchange(s: WarriorState, ev: Events) -> str | None:
-    """4.6: the attack ends by itself when a side is empty; else the attacker may go on or stop."""
-    if _attack_over(s):
-        return "end_check"
-    _open(s, CONTINUE, (s.attack.seat,))  # type: ignore[union-attr]
-    return None
-
-
-def _act_go_on(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
-    ev.append(Event("attack_goes_on", {"seat": seat}))
-    return "exchange"
-
-
-def _act_stop(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
-    ev.append(Event("attack_stopped", {"seat": seat}))
-    return "end_check"
-
-
-def can_reattack(s: WarriorState) -> bool:
-    """4.7: a knight face up in the force (the card's knight symbol counts, 1.4), a face-up creature to
-    turn face down and one left to fight (house), and some legal target."""
-    atk = s.attack
-    assert atk is not None
-    cards = s.card_set.cards
-    knights = cards[atk.card].knight + sum(cards[c].knight for c in atk.force)
-    if knights < 1 or len(atk.force) < 2:
-        return False
-    race = None if cards[atk.card].mercenaries else atk.nation
-    return bool(targets_for(s, atk.seat, race))
-
-
-def _step_end_check(s: WarriorState, ev: Events) -> str | None:
-    if can_reattack(s):
-        _open(s, REATTACK, (s.attack.seat,))  # type: ignore[union-attr]
-        return None
-    return "finish_attack"
-
-
-def _act_reattack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    atk = s.attack
-    assert atk is not None
-    token = action.get("face_down")
-    require(isinstance(token, str), "malformed_action", "'face_down' must be the id of a face-up card of the force")
-    (card,) = _cards_from(s, [token], atk.force, "not_in_force")
-    atk.force = tuple(c for c in atk.force if c != card)
-    atk.face_down += (card,)
-    atk.reattacks += 1
-    atk.target = None
-    ev.append(Event("reattack", {"seat": seat, "face_down": token, "reattack": atk.reattacks}))
-    return _open_siege(s, ev, "target")
-
-
-def _act_end_attack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str:
-    return "finish_attack"
-
-
-def _step_finish_attack(s: WarriorState, ev: Events) -> str:
-    """The attack card is discarded; face-down cards turn face up again (4.7)."""
-    atk = s.attack
-    assert atk is not None
-    s.discards += (atk.card,)
-    ev.append(Event("attack_ended", {
-        "seat": atk.seat, "card": s.tokens[atk.card], "exchanges": atk.exchanges,
-        "reattacks": atk.reattacks, "face_up_again": [s.tokens[c] for c in atk.face_down],
-    }))
-    s.attack = None
-    return "next_attack"
-
-
-# ---------------------------------------------------------------------------------------------
-# Siege engines (5)
-# ---------------------------------------------------------------------------------------------
-def siege_targets(s: WarriorState, seat: int) -> list[int]:
-    """Cards seat's engines may shoot (5.1 house): other players' wizards, and creatures of their
-    nations that have no wizard."""
-    race_of = s.card_set.race_of
-    out: list[int] = []
-    for other in _other_seats(s, seat):
-        wizards = s.wizards[other]
-        if wizards:
-            protected = {r for _, r in wizards}
-            out.extend(w for w, _ in wizards)
-            out.extend(c for c in s.creatures[other] if race_of[c] not in protected)
-        else:
-            out.extend(s.creatures[other])
-    return out
-
-
-def _open_siege(s: WarriorState, ev: Events, after: str) -> str | None:
-    """5.2: a siege window for every engine holder with something to shoot, else go straight on."""
-    holders = tuple(seat for seat in range(s.seats) if s.engines[seat] and siege_targets(s, seat))
-    if not holders:
-        return after
-    s.after_siege = after
-    _open(s, SIEGE, holders)
-    return None
-
-
-def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    raw = action.get("shots")
-    require(isinstance(raw, list), "malformed_action", "'shots' must be a list of {engine, target}")
-    require(len(raw) <= len(s.engines[seat]), "too_many_shots", "one shot per siege engine")
-    shots = []
-    allowed = siege_targets(s, seat)
-    engines_used: set[int] = set()
-    targets_used: set[int] = set()
-    for shot in raw:
-        require(_is_mapping(shot), "malformed_action", "each shot is {engine, target}")
-        engine_token, target_token = shot.get("engine"), shot.get("target")
-        require(isinstance(engine_token, str) and isinstance(target_token, str), "malformed_action", "engine and target are card ids")
-        (engine,) = _cards_from(s, [engine_token], s.engines[seat], "not_your_engine")
-        (target,) = _cards_from(s, [target_token], allowed, "illegal_siege_target")
-        require(engine not in engines_used, "duplicate_card", "an engine fires once")
-        require(target not in targets_used, "duplicate_card", "one shot per target")
-        engines_used.add(engine)
-        targets_used.add(target)
-        shots.append(SiegeShot(engine, target))
-    s.choices[seat] = tuple(shots)
-    ev.append(Event("submitted", {"seat": seat, "phase": SIEGE}))
-    if any(s.choices[w] is None for w in s.waiting):
-        return None
-    return _resolve_siege(s, ev)
-
-
-def _owner(s: WarriorState, card: int) -> int | None:
-    for seat in range(s.seats):
-        if card in s.creatures[seat] or any(w == card for w, _ in s.wizards[seat]):
-            return seat
-    return None
-
-
-def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
-    """Shots resolve in seat order; a shot whose target is no longer a legal target is not fired and its
-    engine stays (house). Each fired engine rolls one die: 4+ destroys (5.1) and is discarded."""
-    fired = []
-    for seat in s.waiting:
-        for shot in s.choices[seat]:
-            if shot.target not in siege_targets(s, seat):
-                ev.append(Event("siege_void", {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
-                continue
-            (die,) = roll(s.draw_rng(), 1)
-            hit = die >= SIEGE_HIT
-            s.engines[seat] = tuple(e for e in s.engines[seat] if e != shot.engine)
-            s.discards += (shot.engine,)
-            owner = _owner(s, shot.target)
-            record = {"seat": seat, "engine": s.tokens[shot.engine], "target": face(s, shot.target),
-                      "target_seat": owner, "roll": die, "hit": hit}
-            ev.append(Event("siege_shot", record))
-            fired.append(record)
-            if hit and owner is not None:
-                _destroy(s, owner, shot.target, seat, "siege", ev)
-    s.last_siege = tuple(fired)
-    s.choices = [None] * s.seats
-    return s.after_siege
-
-
-# ---------------------------------------------------------------------------------------------
 # The step machine and apply
 # ---------------------------------------------------------------------------------------------
 _STEPS: dict[str, Callable[[WarriorState, Events], str | None]] = {
@@ -1027,3 +463,89 @@ def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[Wa
         raise IllegalAction("malformed_action", f"malformed action: {exc}") from None
     _run(s, ev, step)
     return s, ev
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompts, deadline defaults and public legality
+# ---------------------------------------------------------------------------------------------
+#: The action types accepted in each phase (2.3, 3.2, 4.1–4.7, 5.2).
+PHASE_ACTIONS: dict[str, tuple[str, ...]] = {}
+for _kind, (_phase, _) in _ACTIONS.items():
+    PHASE_ACTIONS.setdefault(_phase, ())
+    PHASE_ACTIONS[_phase] += (_kind,)
+
+
+def default_action(state: WarriorState, seat: int) -> dict[str, Any]:
+    """The action applied for ``seat`` when its deadline passes (2.3, 3.2, 4.8, 5.2)."""
+    phase = state.phase
+    if phase == KEEP:
+        return keep_choice_to_action(state, default_keep(state, seat))
+    if phase == PLACE_WIZARDS:
+        return default_place_wizards(state, seat)
+    if phase == SIEGE:
+        return {"type": "siege", "shots": []}
+    if phase == TARGET:
+        return default_target(state)
+    if phase == LOSE:
+        return {"type": "lose", "cards": [state.tokens[c] for c in default_losses(state, seat)]}
+    if phase == CONTINUE:
+        return {"type": "go_on"}
+    if phase == REATTACK:
+        return {"type": "end_attack"}
+    return {}
+
+
+def prompts(state: WarriorState) -> list[Prompt]:
+    """One prompt per seat in ``state.waiting``, ``kind`` the phase; [] once the match is over.
+    Deadlines: ``timing.phase`` for keep and wizard placement, ``timing.siege`` for a siege window,
+    ``timing.decision`` inside an attack (seconds; 3.2, 4.8, 5.2)."""
+    phase = state.phase
+    if phase == OVER:
+        return []
+    if phase in (KEEP, PLACE_WIZARDS):
+        deadline = state.timing.phase
+    elif phase == SIEGE:
+        deadline = state.timing.siege
+    else:
+        deadline = state.timing.decision
+    simultaneous = phase in SIMULTANEOUS
+    return [
+        Prompt(
+            seat=seat,
+            kind=phase,
+            phase_id=state.phase_id,
+            deadline_seconds=deadline,
+            default_action=default_action(state, seat),
+            simultaneous=simultaneous,
+            submitted=state.choices[seat] is not None,
+        )
+        for seat in state.waiting
+    ]
+
+
+def check_action(state: WarriorState, seat: int, action: Mapping[str, Any]) -> None:
+    """Raise the IllegalAction :func:`apply` would raise for ``action`` by ``seat``; None if legal.
+    The checks are ``apply``'s own (they run on a copy: the input state is never mutated)."""
+    apply(state, seat, action)
+
+
+def legal_actions(state: WarriorState, seat: int) -> list[LegalAction]:
+    """The legal kinds of action for ``seat`` now: every action type of the phase (``PHASE_ACTIONS``)
+    that is legal in some form, with the deadline default (or the simplest form) as example. The
+    parameters (cards to keep or lose, targets, siege shots) are listed in the seat's view (``you``,
+    ``attack``, ``siege``) and docs/games/warrior.md. ``[]`` if nothing is asked of the seat."""
+    if state.phase == OVER or seat not in state.waiting:
+        return []
+    default = default_action(state, seat)
+    out = []
+    for kind in PHASE_ACTIONS.get(state.phase, ()):
+        example = default if default.get("type") == kind else {"type": kind}
+        try:
+            apply(state, seat, example)
+        except IllegalAction:
+            continue
+        out.append(LegalAction(kind, example))
+    return out
+
+#: Every action type of the game.
+PHASE_ACTIONS_ALL = frozenset(_ACTIONS)

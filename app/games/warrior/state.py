@@ -6,13 +6,13 @@ every mutable container one level down, so ``apply`` clones once and then edits 
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from app.games.base import CardTokens, Outcome, Rng
 from app.games.warrior.cards import CardSet
 from app.games.warrior.dice import Exchange
+
 
 class MatchTokens(CardTokens):
     """The match's :class:`~app.games.base.CardTokens` (kept as a name for this package; the base

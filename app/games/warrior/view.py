@@ -10,8 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR
-from app.games.warrior import rules
-from app.games.warrior.state import KEEP, LOSE, OVER, PLACE_WIZARDS, REATTACK, SIEGE, TARGET, KeepChoice, WarriorState
+from app.games.warrior import attack as attack_rules
+from app.games.warrior import common, rules
+from app.games.warrior import siege as siege_rules
+from app.games.warrior.state import (
+    KEEP,
+    LOSE,
+    OVER,
+    PLACE_WIZARDS,
+    REATTACK,
+    SIEGE,
+    TARGET,
+    KeepChoice,
+    WarriorState,
+)
 
 
 def hidden_tokens(s: WarriorState, viewer: int) -> set[str]:
@@ -42,7 +54,7 @@ def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_d
         "size": len(cards),
         "symbols": {"infantry": infantry, "archer": archer, "knight": knight},
         "cards": shown,
-        "wizard": rules.face(s, wizard) if wizard is not None else None,
+        "wizard": common.face(s, wizard) if wizard is not None else None,
     }
 
 
@@ -59,10 +71,10 @@ def _seat_view(s: WarriorState, seat: int, face_down: set[int]) -> dict[str, Any
     return {
         "seat": seat,
         "nations": [_nation_view(s, seat, r, by_race[r], face_down) for r in sorted(by_race)],
-        "wizards": [{"wizard": rules.face(s, w), "nation": races[r]} for w, r in s.wizards[seat]],
-        "engines": [rules.face(s, e) for e in s.engines[seat]],
+        "wizards": [{"wizard": common.face(s, w), "nation": races[r]} for w, r in s.wizards[seat]],
+        "engines": [common.face(s, e) for e in s.engines[seat]],
         "attack_cards": [
-            {**rules.face(s, c), "nation": races[r] if r is not None else None}
+            {**common.face(s, c), "nation": races[r] if r is not None else None}
             for c, owner, r in s.queue if owner == seat
         ],
         "victory_pile": len(s.victory[seat]),
@@ -81,11 +93,11 @@ def _attack_view(s: WarriorState) -> dict[str, Any] | None:
     force = atk.force
     return {
         "seat": atk.seat,
-        "card": rules.face(s, atk.card),
+        "card": common.face(s, atk.card),
         "kind": "mercenary" if card.mercenaries else "nation",
         "nation": races[atk.nation] if atk.nation is not None else None,
-        "force": [rules.face(s, c) for c in force],
-        "face_down": [rules.face(s, c) for c in atk.face_down],
+        "force": [common.face(s, c) for c in force],
+        "face_down": [common.face(s, c) for c in atk.face_down],
         "force_symbols": {
             "infantry": card.infantry + sum(defs[c].infantry for c in force),
             "archer": card.archer + sum(defs[c].archer for c in force),
@@ -112,14 +124,14 @@ def _decision(s: WarriorState, seat: int) -> dict[str, Any] | None:
     if s.phase == KEEP:
         return {
             "kind": KEEP,
-            "hand": [rules.face(s, c) for c in s.hands[seat]],
+            "hand": [common.face(s, c) for c in s.hands[seat]],
             "keep": s.keep_counts[seat],
             "submission": _keep_submission(s, s.choices[seat]),
         }
     if s.phase == PLACE_WIZARDS:
         return {
             "kind": PLACE_WIZARDS,
-            "wizards": [rules.face(s, c) for c in s.hands[seat]],
+            "wizards": [common.face(s, c) for c in s.hands[seat]],
             "nations": [races[r] for r in s.races_of(seat) if not s.protected(seat, r)],
             "submission": (
                 {tok[w]: (races[r] if r is not None else None) for w, r in s.choices[seat]}
@@ -130,14 +142,14 @@ def _decision(s: WarriorState, seat: int) -> dict[str, Any] | None:
         return {
             "kind": SIEGE,
             "engines": [tok[e] for e in s.engines[seat]],
-            "targets": [tok[c] for c in rules.siege_targets(s, seat)],
+            "targets": [tok[c] for c in siege_rules.siege_targets(s, seat)],
             "submission": (
                 [{"engine": tok[x.engine], "target": tok[x.target]} for x in s.choices[seat]]
                 if s.choices[seat] is not None else None
             ),
         }
     if s.phase == TARGET:
-        options, candidates, size = rules.target_options(s)
+        options, candidates, size = attack_rules.target_options(s)
         return {
             "kind": TARGET,
             "options": [
@@ -151,11 +163,11 @@ def _decision(s: WarriorState, seat: int) -> dict[str, Any] | None:
             "force_candidates": [tok[c] for c in candidates],
         }
     if s.phase == LOSE:
-        _, count, from_att = rules.loss_entry(s, seat)
+        _, count, from_att = attack_rules.loss_entry(s, seat)
         return {
             "kind": LOSE,
             "count": count,
-            "candidates": [tok[c] for c in rules.lose_candidates(s, from_att)],
+            "candidates": [tok[c] for c in attack_rules.lose_candidates(s, from_att)],
             "submission": [tok[c] for c in s.choices[seat]] if s.choices[seat] is not None else None,
         }
     if s.phase == REATTACK:
@@ -176,7 +188,7 @@ def view(s: WarriorState, viewer: int) -> dict[str, Any]:
         "seats": [_seat_view(s, seat, face_down) for seat in range(s.seats)],
         "waiting": list(s.waiting),
         "pile_size": len(s.pile),
-        "discards": [rules.face(s, c) for c in s.discards],
+        "discards": [common.face(s, c) for c in s.discards],
         "attack": _attack_view(s),
         "attack_order": [
             {"seat": seat, "number": s.card_set.cards[c].number, "card": s.tokens[c]} for c, seat, _ in s.queue
@@ -192,7 +204,7 @@ def view(s: WarriorState, viewer: int) -> dict[str, Any]:
     if viewer == ADMIN:
         hidden = hidden_tokens(s, SPECTATOR)
         out["hands"] = [
-            [{**rules.face(s, c), "hidden": s.tokens[c] in hidden} for c in s.hands[seat]] for seat in range(s.seats)
+            [{**common.face(s, c), "hidden": s.tokens[c] in hidden} for c in s.hands[seat]] for seat in range(s.seats)
         ]
         out["decisions"] = [_decision(s, seat) for seat in range(s.seats)]
         out["pile"] = [dict(s.card_set.faces[c], hidden=True) for c in reversed(s.pile)]

@@ -1,6 +1,6 @@
 """Helpers for the Hold'em Conquest tests.
 
-Exact positions are built with :func:`app.games.conquest.rules.stacked_position` (documented there
+Exact positions are built with :func:`app.games.conquest.setup.stacked_position` (documented there
 and in docs/games/conquest.md): chosen land owners and mana, stacked table decks (flop, then the
 neutral's hand, turn, river) and stacked pools. The helpers here find lands with a given shape on
 the map of a seed and drive phases.
@@ -12,7 +12,7 @@ from typing import Any
 
 from app.games.base import CardTokens, IllegalAction, Rng
 from app.games.conquest import GAME
-from app.games.conquest.rules import stacked_position
+from app.games.conquest.setup import stacked_position
 from app.games.conquest.state import Battle, State, Table
 
 SEED = b"conquest-position"
@@ -116,10 +116,11 @@ def wire_prompt(prompt) -> dict:
             "submitted": prompt.submitted, "simultaneous": prompt.simultaneous}
 
 
-def play(seats: int, seed: bytes, bots: list, on_step=None, max_actions: int = 20000) -> State:
+def play(seats: int, seed: bytes, bots: list, on_step=None, max_actions: int = 20000,
+         options: dict | None = None) -> State:
     """Play a match with ``bots`` (one per seat) to its end; ``on_step(state, seat, action, events)``
-    after every applied action."""
-    state = GAME.setup(seats, None, seed)
+    after every applied action. ``options``: lobby options (e.g. ``loadouts``, section 5)."""
+    state = GAME.setup(seats, options, seed)
     for _ in range(max_actions):
         if GAME.outcome(state) is not None:
             return state

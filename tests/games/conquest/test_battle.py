@@ -19,7 +19,16 @@ from app.games.conquest.state import (
     TURN,
 )
 
-from .support import assert_illegal, board_of, decide, finish_phase, fork, orders, position, prompt_of
+from .support import (
+    assert_illegal,
+    board_of,
+    decide,
+    finish_phase,
+    fork,
+    orders,
+    position,
+    prompt_of,
+)
 
 BOARD = board_of(2)
 A = max(range(BOARD.size), key=lambda land: len(BOARD.neighbours[land]))  # seat 0's land

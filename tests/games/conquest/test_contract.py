@@ -1,5 +1,6 @@
-"""The game contract (app/games/base.py): determinism, purity, bad input, simultaneous
-submissions, prompts and defaults, and seeded bot matches that always end."""
+"""Hold'em Conquest specifics of the game contract: its bad inputs, simultaneous submissions,
+prompts and defaults, options, and seeded bot matches that always end. The generic contract checks
+(determinism, replay, purity, filtered views, outcomes) are in ``tests/games/test_conformance.py``."""
 from __future__ import annotations
 
 import json
@@ -23,53 +24,7 @@ from .support import (
     position,
     snapshot,
 )
-from .test_battle import A, B, COMMON, N1, N2, duel
-
-
-def _record(seats, seed, bots):
-    log = []
-    play(seats, seed, bots, on_step=lambda st, seat, action, events: log.append((seat, action)))
-    return log
-
-
-def _replay(seats, seed, log):
-    state = GAME.setup(seats, None, seed)
-    trail = []
-    for seat, action in log:
-        state, events = GAME.apply(state, seat, action)
-        trail.append(json.dumps([(e.to_wire(), sorted(e.audience or ())) for e in events], sort_keys=True))
-    return state, trail
-
-
-def test_determinism_same_seed_same_actions_same_match():
-    log = _record(3, b"determinism", [RandomBot(1), RandomBot(2), SensibleBot(3, samples=20)])
-    first, events_a = _replay(3, b"determinism", log)
-    second, events_b = _replay(3, b"determinism", log)
-    assert events_a == events_b
-    assert snapshot(first) == snapshot(second)
-    assert json.dumps(GAME.view(first, ADMIN)) == json.dumps(GAME.view(second, ADMIN))
-    assert snapshot(GAME.setup(3, None, b"x")) != snapshot(GAME.setup(3, None, b"y"))
-
-
-def test_apply_never_mutates_its_input():
-    def check(seats, seed, bots, steps=160):
-        state = GAME.setup(seats, None, seed)
-        for _ in range(steps):
-            if GAME.outcome(state) is not None:
-                break
-            prompt = next(p for p in GAME.prompts(state) if not p.submitted)
-            before = snapshot(state)
-            wire = {"seat": prompt.seat, "kind": prompt.kind, "phase_id": prompt.phase_id,
-                    "submitted": False, "simultaneous": True}
-            action = bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire)
-            new, _ = GAME.apply(state, prompt.seat, action)
-            assert snapshot(state) == before
-            GAME.view(state, prompt.seat)
-            assert snapshot(state) == before  # nor does view
-            state = new
-    check(2, b"pure-2", [RandomBot(1), RandomBot(2)])
-    check(4, b"pure-4", [RandomBot(k) for k in range(4)])
-
+from .test_battle import COMMON, N1, N2, A, B, duel
 
 _JUNK = [None, True, False, -1, 0, 1, 7, 99, 10 ** 30, 1.5, "", "0", "x" * 13, [], [None], [True], [-1],
          [0, 0], list(range(100)), {}, {"0": []}, {"a": 1}, [[1]], "aaaaaaaaaaaa"]
@@ -252,7 +207,8 @@ def test_options_have_defaults_and_bounds():
         with pytest.raises(ValidationError):
             GAME.Options(**bad)
     assert set(GAME.Options.model_json_schema()["properties"]) == {
-        "starting_mana", "tables_to_win", "max_rounds", "phase_seconds", "decision_seconds"}
+        "starting_mana", "tables_to_win", "max_rounds", "phase_seconds", "decision_seconds",
+        "loadouts", "special_costs"}  # the last two are filled by the server (section 5)
 
 
 def test_views_are_json_and_carry_phase():

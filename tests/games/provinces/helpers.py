@@ -7,6 +7,7 @@ from app.games.base import SPECTATOR
 from app.games.provinces import GAME
 from app.games.provinces.testing import build_position, specs, wire_specs  # noqa: F401
 
+
 #: A row of hex cells: province i is adjacent to i - 1 and i + 1 only.
 def row(n: int) -> list[tuple[int, int]]:
     return [(q, 0) for q in range(n)]

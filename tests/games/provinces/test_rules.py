@@ -11,7 +11,17 @@ from app.games.provinces.board import HEX_DIRECTIONS
 from app.games.provinces.state import DECK_SIZE, new_card
 
 from .helpers import (
-    CLUSTER, attack, build_position, end_turn, events_of, move, only, row, specs, tokens, values,
+    CLUSTER,
+    attack,
+    build_position,
+    end_turn,
+    events_of,
+    move,
+    only,
+    row,
+    specs,
+    tokens,
+    values,
     wire_specs,
 )
 

@@ -100,8 +100,8 @@ def test_1_5_unreadable_card_file_is_a_card_set_error(tmp_path):
 
 
 def test_1_6_dice_are_six_sided():
-    from app.games.warrior.dice import roll
     from app.games.base import Rng
+    from app.games.warrior.dice import roll
 
     faces = Counter(roll(Rng(b"six"), 600))
     assert set(faces) == {1, 2, 3, 4, 5, 6}

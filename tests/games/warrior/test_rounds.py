@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from app.games.base import SPECTATOR
-from app.games.warrior import GAME
-from app.games.warrior import rules
+from app.games.warrior import GAME, rules
 from app.games.warrior.cards import ATTACK
 from app.games.warrior.positions import position, tokens_of
 from app.games.warrior.state import KEEP, OVER, TARGET
