@@ -234,6 +234,38 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
         return 0 if ranks else 1
 
 
+async def _load_spin(spin_id: str, database_url: str | None):
+    from app.db.database import make_engine
+    from app.db.wallet import WalletRepository
+
+    engine = make_engine(_settings(database_url=database_url).database_url)
+    try:
+        return await WalletRepository(engine).spin(spin_id)
+    finally:
+        await engine.dispose()
+
+
+@cli.command("verify-spin")
+def verify_spin_command(spin_id: str, database_url: Optional[str] = typer.Option(None)) -> None:
+    """Check a slot machine spin: its seed against the hash published before it, and its reels and
+    prize recomputed from the seed, the client seed, the reel strip and the paytable it was played with."""
+    from app.meta.slot import verify_spin
+
+    spin = asyncio.run(_load_spin(spin_id, database_url))
+    if spin is None:
+        typer.echo(f"no spin {spin_id}", err=True)
+        raise typer.Exit(2)
+    problems = verify_spin(spin)
+    prize = spin["prize"]
+    won = f"{prize['special']} for {prize['matches']} matches" if prize else "nothing"
+    typer.echo(f"spin {spin_id}: reels {' | '.join(spin['reels'])}; prize: {won}")
+    if problems:
+        for p in problems:
+            typer.echo(f"MISMATCH: {p}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"ok: sha256(seed) = {spin['seed_hash']}; reels and prize reproduced")
+
+
 def main() -> None:
     cli()
 

@@ -40,12 +40,14 @@ class LobbyCreate(BaseModel):
     game: str
     seats: int = Field(ge=1, le=16)
     options: dict[str, Any] = Field(default_factory=dict)
+    loadout: list[str] | None = Field(None, max_length=15, description="Conquest: owned special ids the host brings")
 
 
 class SeatPublic(BaseModel):
     seat: int
     player: PlayerPublic | None = None
     bot: str | None = None
+    loadout: list[str] | None = Field(None, description="Conquest: the specials this seat brings")
 
 
 class LobbyPublic(BaseModel):
@@ -62,6 +64,7 @@ class LobbyPublic(BaseModel):
 
 class JoinRequest(BaseModel):
     seat: int | None = Field(None, ge=0, description="a seat number, or none for the first free seat")
+    loadout: list[str] | None = Field(None, max_length=15, description="Conquest: owned special ids you bring")
 
 
 class BotsRequest(BaseModel):

@@ -9,14 +9,28 @@ from typing import Any
 from fastapi import APIRouter, Query
 from pydantic import ValidationError
 
-from app.api.deps import ManagerDep, PlayerDep, RepoDep, hash_token
+from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep, hash_token
 from app.api.errors import ApiError, not_found
 from app.api.schemas import BotsRequest, JoinRequest, LobbyCreate, LobbyPublic, PlayerPublic, SeatPublic
 from app.db.repo import Repository
+from app.db.wallet import WalletRepository
+from app.api.routes.inventory import WalletsDep
 from app.games import registry
+from app.meta.loadouts import RESERVED_OPTIONS, LoadoutError, check_loadout, start_options
 from app.runtime.bots import bot_class
 
 router = APIRouter(prefix="/lobbies", tags=["lobbies"])
+
+
+async def _checked_loadout(wallets: WalletRepository, game_id: str, loadout: list[str] | None,
+                           player_id: str) -> list[str]:
+    """A loadout the player may bring (conquest.md 5), else ApiError 422 with the LoadoutError's code."""
+    if not loadout:
+        return []
+    try:
+        return check_loadout(game_id, loadout, await wallets.owned(player_id))
+    except LoadoutError as exc:
+        raise ApiError(422, exc.code, exc.message) from None
 
 
 async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
@@ -24,7 +38,8 @@ async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
     seats = []
     for s in lobby["seats"]:
         p = players.get(s["player_id"]) if s["player_id"] else None
-        seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None))
+        seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None,
+                                loadout=s.get("loadout")))
     return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k != "seats"})
 
 
@@ -38,11 +53,17 @@ async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
 
 
 @router.post("", response_model=LobbyPublic, status_code=201)
-async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep) -> LobbyPublic:
-    """Create a lobby; the host takes seat 0. Options are validated against the game's schema."""
+async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wallets: WalletsDep) -> LobbyPublic:
+    """Create a lobby; the host takes seat 0. Options are validated against the game's schema;
+    ``loadouts``/``special_costs`` are the server's (422 ``reserved_option``); a ``loadout`` is
+    checked against what the host owns (422 ``special_not_owned`` and others, conquest.md 5)."""
     game = registry().get(body.game)
     if game is None:
         raise ApiError(404, "unknown_game", f"no game {body.game!r}")
+    reserved = [k for k in RESERVED_OPTIONS if k in body.options]
+    if reserved:
+        raise ApiError(422, "reserved_option", f"{', '.join(reserved)}: filled by the server at start")
+    loadout = await _checked_loadout(wallets, game.id, body.loadout, player["id"])
     if not game.min_seats <= body.seats <= game.max_seats:
         raise ApiError(422, "bad_seat_count", f"{game.id} takes {game.min_seats}-{game.max_seats} seats")
     try:
@@ -54,6 +75,8 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep) -> L
     lobby = {"id": uuid.uuid4().hex, "game": game.id, "options": options, "seat_count": body.seats,
              "host_id": player["id"], "status": "open", "match_id": None, "created_at": time.time()}
     await repo.create_lobby(lobby, player["id"])
+    if loadout:
+        await wallets.set_seat_loadout(lobby["id"], 0, player["id"], loadout)
     return await lobby_public(repo, await repo.lobby(lobby["id"]))
 
 
@@ -73,8 +96,10 @@ async def get_lobby(lobby_id: str, repo: RepoDep, _player: PlayerDep) -> LobbyPu
 
 
 @router.post("/{lobby_id}/join", response_model=LobbyPublic)
-async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, body: JoinRequest | None = None) -> LobbyPublic:
+async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
+               body: JoinRequest | None = None) -> LobbyPublic:
     lobby = await _open_lobby(repo, lobby_id)
+    loadout = await _checked_loadout(wallets, lobby["game"], body.loadout if body else None, player["id"])
     if any(s["player_id"] == player["id"] for s in lobby["seats"]):
         raise ApiError(409, "already_seated", "you already have a seat in this lobby")
     wanted = body.seat if body else None
@@ -85,6 +110,8 @@ async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, body: JoinReques
         free = [wanted] if wanted in free else []
     for seat in free:
         if await repo.set_seat(lobby_id, seat, player["id"], None, only_if_empty=True):
+            if loadout:
+                await wallets.set_seat_loadout(lobby_id, seat, player["id"], loadout)
             return await lobby_public(repo, await repo.lobby(lobby_id))
     raise ApiError(409, "no_free_seat", "no free seat" if wanted is None else "that seat is taken")
 
@@ -123,7 +150,8 @@ async def fill_bots(lobby_id: str, player: PlayerDep, repo: RepoDep, body: BotsR
 
 
 @router.post("/{lobby_id}/start", response_model=LobbyPublic)
-async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: ManagerDep) -> LobbyPublic:
+async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: ManagerDep, wallets: WalletsDep,
+                settings: SettingsDep) -> LobbyPublic:
     """Start the match (host only, every seat filled). The lobby's ``match_id`` names it."""
     lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:
@@ -131,10 +159,13 @@ async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: Manage
     if any(s["player_id"] is None for s in lobby["seats"]):
         raise ApiError(409, "seats_empty", "every seat needs a player or a bot")
     players = await repo.players(s["player_id"] for s in lobby["seats"])
-    seats = [{"player_id": s["player_id"], "name": players[s["player_id"]]["name"], "bot": s["bot"]}
-             for s in lobby["seats"]]
+    owned = {s["player_id"]: await wallets.owned(s["player_id"]) for s in lobby["seats"] if s.get("loadout")}
+    options, loadouts = start_options(lobby["game"], lobby["options"], lobby["seats"], owned, settings.special_costs)
+    seats = [{"player_id": s["player_id"], "name": players[s["player_id"]]["name"], "bot": s["bot"],
+              **({"loadout": loadout} if lobby["game"] == "conquest" else {})}
+             for s, loadout in zip(lobby["seats"], loadouts)]
     try:
-        await manager.create_match(lobby["game"], lobby["options"], seats, lobby_id=lobby_id)
+        await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id)
     except LookupError:
         raise ApiError(409, "lobby_not_open", "the lobby was started meanwhile") from None
     return await lobby_public(repo, await repo.lobby(lobby_id))
