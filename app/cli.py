@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -160,19 +161,21 @@ def demo(game: str = typer.Option("provinces", help="provinces | conquest | warr
     WebSockets showing progress, and print the standings."""
     proc = None
     tmp = None
+    admin_token = None
     if url is None:
         port = _free_port()
         tmp = tempfile.TemporaryDirectory(prefix="bannerfall-demo-")
+        admin_token = secrets.token_urlsafe(24)  # the demo's host gets specials to bring (conquest)
         env = {**os.environ, "BANNERFALL_PORT": str(port),
                "BANNERFALL_DATABASE_URL": f"sqlite+aiosqlite:///{Path(tmp.name) / 'demo.db'}",
-               "BANNERFALL_LOG_LEVEL": "warning"}
+               "BANNERFALL_LOG_LEVEL": "warning", "BANNERFALL_ADMIN_TOKEN": admin_token}
         proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env)
         url = f"http://127.0.0.1:{port}"
     from app.client import ApiError
 
     try:
         _wait_healthy(url, proc)
-        code = asyncio.run(_demo(url, game, players, bot, json.loads(options), quiet))
+        code = asyncio.run(_demo(url, game, players, bot, json.loads(options), quiet, admin_token))
     except ApiError as exc:
         typer.echo(f"error: {exc.code}: {exc.message}", err=True)
         code = 2
@@ -191,14 +194,39 @@ def demo(game: str = typer.Option("provinces", help="provinces | conquest | warr
     raise typer.Exit(code)
 
 
-async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, quiet: bool) -> int:
+async def _demo_specials(rest, url: str, admin_token: str | None) -> list[str] | None:
+    """Conquest demo on its own server: an admin grants the host the specials the engine's bot would
+    bring, for 2 matches, so the host's seat brings them too (conquest.md 5)."""
+    if admin_token is None:
+        return None
+    from app.client import RestClient
+    from app.meta.loadouts import bot_loadout
+
+    loadout = bot_loadout(0)
+    me = await rest.me()
+    async with RestClient(url, admin_token) as admin:
+        for special in loadout:
+            await admin.admin_grant_special(me["id"], special, 2, "demo")
+    return loadout
+
+
+def _show_loadouts(match: dict) -> None:
+    loadouts = match["options"].get("loadouts") or []
+    for seat in match["seats"]:
+        brought = loadouts[seat["seat"]] if seat["seat"] < len(loadouts) else []
+        typer.echo(f"  seat {seat['seat']} {seat['name']:<16} brings {', '.join(brought) or 'no specials'}")
+
+
+async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, quiet: bool,
+                admin_token: str | None = None) -> int:
     from app.client import MatchSocket, RestClient
     from app.client.progress import describe_events
     from app.runtime.bots import make_bot
 
     async with RestClient(url) as rest:
         await rest.register("demo-host")
-        lobby = await rest.create_lobby(game, seats, options)
+        loadout = await _demo_specials(rest, url, admin_token) if game == "conquest" else None
+        lobby = await rest.create_lobby(game, seats, options, loadout=loadout)
         typer.echo(f"lobby {lobby['id']} for {game} with {seats} seats on {url}")
         await rest.fill_bots(lobby["id"], bot_kind)
         # the host's own seat (0) is played by a local bot over this process's socket
@@ -207,6 +235,8 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
         match = await rest.match(match_id)
         names = {s["seat"]: s["name"] for s in match["seats"]}
         typer.echo(f"match {match_id} started; seed sha256 {match['seed_hash'][:16]}…")
+        if game == "conquest":
+            _show_loadouts(match)
         sock = MatchSocket(url, match_id, rest.token)
         await sock.connect()
         brain = make_bot(game, bot_kind, 1)
@@ -226,6 +256,15 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
         typer.echo(f"match over after {ended['version']} actions in {time.time() - started:.1f}s: "
                    f"{outcome.get('reason')}")
         typer.echo(f"seed revealed: {ended.get('seed')}")
+        if loadout:
+            for _ in range(50):  # the match's specials are counted as it ends, in the background
+                inv = await rest.inventory()
+                left = {s["id"]: s["matches_left"] for s in inv["specials"]}
+                if all(left.get(s, 0) < 2 for s in loadout):
+                    break
+                await asyncio.sleep(0.1)
+            typer.echo("host's specials after the match: "
+                       + ", ".join(f"{s} {left.get(s, 0)} match(es) left" for s in loadout))
         ranks = outcome.get("ranks", {})
         scores = outcome.get("scores", {})
         typer.echo("standings:")

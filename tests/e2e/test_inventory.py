@@ -258,3 +258,16 @@ def test_openapi_lists_the_meta_game(server):
               "/api/v1/spins/{spin_id}/verify", "/api/v1/admin/players/{player_id}/crystals",
               "/api/v1/lobbies/{lobby_id}/loadout"):
         assert p in paths
+
+
+def test_demo_conquest_shows_loadouts_and_their_countdown(tmp_path):
+    """`bannerfall demo --game conquest`: every seat brings specials (the host's granted by the demo's
+    admin, the bots' chosen by the engine) and the host's count down once after the match."""
+    out = subprocess.run([sys.executable, "-m", "app.cli", "demo", "--game", "conquest", "--players", "3", "--quiet"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    brings = [line for line in out.stdout.splitlines() if " brings " in line]
+    assert len(brings) == 3 and all("no specials" not in line for line in brings)
+    after = next(line for line in out.stdout.splitlines() if line.startswith("host's specials after the match"))
+    assert "2 match" not in after and "1 match(es) left" in after
