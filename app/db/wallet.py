@@ -9,22 +9,31 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import LedgerEntry, LobbySeat, Match, MatchSettlement, OwnedSpecial, Spin, Wallet
+from app.db.models import (
+    LedgerEntry,
+    LobbySeat,
+    Match,
+    MatchSettlement,
+    OwnedSpecial,
+    Spin,
+    Wallet,
+)
 from app.meta.slot import new_seed, prize_for, reels_for
 
-wallets_t = Wallet.__table__
-owned_t = OwnedSpecial.__table__
-ledger_t = LedgerEntry.__table__
-spins_t = Spin.__table__
-settlements_t = MatchSettlement.__table__
-matches_t = Match.__table__
-seats_t = LobbySeat.__table__
+wallets_t = cast(Table, Wallet.__table__)
+owned_t = cast(Table, OwnedSpecial.__table__)
+ledger_t = cast(Table, LedgerEntry.__table__)
+spins_t = cast(Table, Spin.__table__)
+settlements_t = cast(Table, MatchSettlement.__table__)
+matches_t = cast(Table, Match.__table__)
+seats_t = cast(Table, LobbySeat.__table__)
 
 CRYSTALS = "crystals"
 

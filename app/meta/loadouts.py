@@ -8,7 +8,8 @@ the engine's ``choose_loadout``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.games.conquest.specials import DEFAULT_SPECIAL_COSTS, SPECIALS
 

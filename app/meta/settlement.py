@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from app.db.wallet import WalletRepository
 
@@ -32,12 +33,8 @@ class Settler:
         for task in [self._task, *self._pending]:
             if task is not None:
                 task.cancel()
-        for task in [self._task, *self._pending]:
-            if task is not None:
-                try:
-                    await task
-                except (asyncio.CancelledError, Exception):
-                    pass
+        tasks = [t for t in (self._task, *self._pending) if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)  # cancelled: nothing to report
 
     def match_ended(self, match: Mapping[str, Any]) -> None:
         """A match ended on this node (its final record is durable): settle it now, in the background."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.games.base import Rng, seed_commitment
 

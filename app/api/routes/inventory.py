@@ -9,9 +9,20 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import AdminDep, PlayerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found
+from app.api.meta_schemas import (
+    CrystalGrant,
+    GrantResult,
+    Inventory,
+    LedgerRow,
+    OwnedSpecialPublic,
+    SpecialGrant,
+    SpinCheck,
+    SpinOffer,
+    SpinPublic,
+    SpinRequest,
+    SpinResult,
+)
 from app.api.schemas import LobbyPublic
-from app.api.meta_schemas import (CrystalGrant, GrantResult, Inventory, LedgerRow, OwnedSpecialPublic,
-                                  SpecialGrant, SpinCheck, SpinOffer, SpinPublic, SpinRequest, SpinResult)
 from app.config import Settings
 from app.db.wallet import InsufficientCrystals, SpinContention, WalletRepository
 from app.games.conquest.specials import SPECIAL_DESCRIPTIONS, SPECIALS, special_cost
@@ -65,7 +76,7 @@ async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
                body: SpinRequest | None = None) -> SpinResult:
     """Spin the slot machine (seed §5.2): pay ``spin_price`` crystals, get three reels and maybe a
     special. Errors: 409 ``insufficient_crystals`` (nothing taken), 503 ``busy`` (try again)."""
-    body = body or SpinRequest()
+    body = body or SpinRequest(client_seed="")
     try:
         row = await wallets.play_spin(player["id"], price=settings.spin_price, strip=settings.spin_strip,
                                       paytable=settings.spin_paytable, client_seed=body.client_seed)

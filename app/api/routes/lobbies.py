@@ -11,12 +11,24 @@ from pydantic import ValidationError
 
 from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep, hash_token
 from app.api.errors import ApiError, not_found
-from app.api.schemas import BotsRequest, JoinRequest, LobbyCreate, LobbyPublic, PlayerPublic, SeatPublic
+from app.api.routes.inventory import WalletsDep
+from app.api.schemas import (
+    BotsRequest,
+    JoinRequest,
+    LobbyCreate,
+    LobbyPublic,
+    PlayerPublic,
+    SeatPublic,
+)
 from app.db.repo import Repository
 from app.db.wallet import WalletRepository
-from app.api.routes.inventory import WalletsDep
 from app.games import registry
-from app.meta.loadouts import RESERVED_OPTIONS, LoadoutError, check_loadout, start_options
+from app.meta.loadouts import (
+    RESERVED_OPTIONS,
+    LoadoutError,
+    check_loadout,
+    start_options,
+)
 from app.runtime.bots import bot_class
 
 router = APIRouter(prefix="/lobbies", tags=["lobbies"])
