@@ -58,7 +58,10 @@ def bot_loadout(seat: int) -> list[str]:
     choose = getattr(bots, "choose_loadout", None)
     if choose is None:
         return list(FALLBACK_BOT_LOADOUT)
-    chosen = list(choose(list(SPECIALS)))
+    try:
+        chosen = list(choose(list(SPECIALS), seed=seat))  # varied by seat, deterministic
+    except TypeError:
+        chosen = list(choose(list(SPECIALS)))
     return [s for s in dict.fromkeys(chosen) if s in SPECIALS]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from .conftest import screenshot, sign_in
+from .conftest import rest, screenshot, sign_in
 
 
 def _phase(page) -> str:
@@ -62,3 +62,63 @@ def test_play_conquest_against_bots(pages):
     assert ann.locator("#standings tbody tr").count() == 3
     if not shot:  # no battle was fought: still keep a picture of the board
         screenshot(ann, "conquest.png", full_page=True)
+
+
+def _token(page) -> str:
+    return page.evaluate("JSON.parse(localStorage.getItem('bannerfall.player')).token")
+
+
+def _view(page) -> dict:
+    return page.evaluate("window.__bannerfall.state.view")
+
+
+def test_conquest_specials_change_what_one_player_sees(pages, live_server):
+    """ann brings spy and scout (section 5): after activating them her board shows the neutral flops
+    and bob's table's flop, marked as seen through a special; bob's board shows none of it.
+
+    The specials reach ann the meta-game's way: an admin grants them (audited) and she brings them
+    with the ``loadout`` of the lobby she creates (lobby options refuse ``loadouts``)."""
+    ann = pages.new()
+    sign_in(ann, "ann")
+    bob = pages.new()
+    sign_in(bob, "bob")
+    ann_id = ann.evaluate("JSON.parse(localStorage.getItem('bannerfall.player')).player.id")
+    for special in ("spy", "scout", "hound"):
+        rest(live_server, "POST", f"/admin/players/{ann_id}/specials", live_server.admin_token,
+             json={"special": special, "matches": 2, "reason": "browser test"})
+    options = {"phase_seconds": 120, "decision_seconds": 60, "max_rounds": 3}
+    lobby = rest(live_server, "POST", "/lobbies", _token(ann), json={
+        "game": "conquest", "seats": 2, "options": options, "loadout": ["spy", "scout", "hound"]})
+    rest(live_server, "POST", f"/lobbies/{lobby['id']}/join", _token(bob))
+    started = rest(live_server, "POST", f"/lobbies/{lobby['id']}/start", _token(ann))
+    for page in (ann, bob):
+        page.goto(f"{live_server.url}/#/match/{started['match_id']}")
+        page.wait_for_selector("#board svg.conquest-map .land")
+        page.wait_for_selector("#prompt-bar.mine")  # both are prompted for orders
+
+    assert bob.locator("#specials").count() == 0  # bob brought nothing
+    assert ann.locator("#board .mini-card.seen").count() == 0
+    spy = ann.locator("#special-spy")
+    assert "3 mana" in spy.inner_text()
+    spy.click()
+    neutral = [land["id"] for land in _view(ann)["lands"] if land["owner"] is None]
+    ann.wait_for_selector(f"#board .land[data-land='{neutral[0]}'] rect.mini-card.seen")
+    assert ann.locator("#board .mini-card.seen[data-seen='spy']").count() == 3 * len(neutral)
+    assert ann.locator("#special-spy").inner_text().endswith("active")
+
+    # scout bob's table: select it on the map, then the scout button names it and its price
+    bob_land = next(land["id"] for land in _view(ann)["lands"] if land["owner"] == 1)
+    ann.click(f"#board .land[data-land='{bob_land}']")
+    scout = ann.locator("#special-scout")
+    assert scout.inner_text() == f"Scout L{bob_land} (1 mana)"
+    scout.click()
+    ann.wait_for_selector(f"#board .land[data-land='{bob_land}'] rect.mini-card.seen[data-seen='scout']")
+    assert ann.locator(f"#board .land[data-land='{bob_land}'] rect.mini-card.seen").count() == 3
+    assert _view(ann)["you"]["mana"] == 10 - 3 - 1
+    screenshot(ann, "conquest-specials.png", full_page=True)
+
+    # bob: the activations are public, what they show is not
+    bob.wait_for_selector(".specials-public .tag:has-text('spy')")
+    assert bob.locator("#board .mini-card.seen").count() == 0
+    assert bob.locator("#board rect.mini-card.open").count() == 0
+    assert all("card" not in c for land in _view(bob)["lands"] for c in land["flop"])

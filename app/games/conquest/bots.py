@@ -5,7 +5,12 @@
   defends the same way, pairs its pool into the strongest-looking hands, and folds hands whose
   Monte-Carlo winning chance (same evaluator as the server, :mod:`app.games.conquest.poker`) is poor.
 
-Both answer a prompt once and return None while their submission is on file.
+Both answer a prompt once and return None while their submission is on file. With a loadout
+(section 5, ``view["you"]["loadout"]``) they may first send ``special`` actions — each changes the
+view they get next, and they answer the prompt afterwards: the random bot now and then activates a
+random legal special; the sensible one activates the affordable useful ones while keeping mana to
+fight, scouts tables it means to attack, sets its joker on a weak card and keeps the best 2 of a
+4-card hand. :func:`choose_loadout` picks what a bot seat brings.
 """
 from __future__ import annotations
 
@@ -25,6 +30,57 @@ TURN_THRESHOLD = 0.3
 RIVER_THRESHOLD = 0.1
 
 
+#: The order in which a bot brings and activates specials: cheap, always-useful ones first.
+BOT_PREFERENCE = (
+    "free_fold", "insurance", "double_income", "scout", "hound", "joker", "read_hand", "spy",
+    "loyalty", "full_double_income", "double_hand", "corruption", "shield", "big_brother", "double_set",
+)
+
+
+def choose_loadout(owned: list[str], max_specials: int = 4, seed: int | None = None) -> list[str]:
+    """The specials a bot seat brings to a match (section 5): from ``owned`` (special ids; unknown
+    ids and duplicates ignored), at most ``max_specials``, the most useful first
+    (:data:`BOT_PREFERENCE`; the same ``owned`` always gives the same loadout). ``seed`` varies the
+    choice within each tier of five (a livelier demo) and stays deterministic."""
+    mine = [special for special in BOT_PREFERENCE if special in set(owned)]
+    if seed is not None:
+        random.Random(seed).shuffle(mine)
+        mine.sort(key=lambda special: BOT_PREFERENCE.index(special) // 5)  # keep the tiers
+    return mine[:max(0, max_specials)]
+
+
+def _own_lands(view: dict[str, Any], me: int) -> list[dict[str, Any]]:
+    return [land for land in view["lands"] if land["owner"] == me]
+
+
+def _active(view: dict[str, Any], me: int) -> list[str]:
+    return view["seats"][me].get("specials", [])
+
+
+def _joker_action(view: dict[str, Any], prompt: dict[str, Any], rng: random.Random | None) -> dict[str, Any] | None:
+    """Set the joker (5.3.2.3) on the weaker card of a live hand at a decision, once per battle."""
+    you = view["you"]
+    if prompt["kind"] != "decision" or "joker" not in you.get("loadout", ()):
+        return None
+    me = you["seat"]
+    if "joker" not in _active(view, me) and you["special_costs"].get("joker", 99) > you["mana"] - 4:
+        return None
+    battles = {b["land"]: b for b in view["battles"]}
+    for land in you["decision_lands"]:
+        if land in you.get("jokers", ()):
+            continue
+        hand = next(p["hand"] for p in battles[land]["participants"] if p["seat"] == me)
+        card = min(hand, key=lambda c: poker.parse_card(c["card"])) if rng is None else rng.choice(hand)
+        return {"type": "special", "special": "joker", "land": land, "card": card["id"]}
+    return None
+
+
+def _best_two(hand: list[int], board: list[int]) -> tuple[int, int]:
+    """The 2 of a 4-card hand (double_hand, 5.3.2.4) that make the best hand with a full board."""
+    pairs = [(hand[i], hand[j]) for i in range(len(hand)) for j in range(i + 1, len(hand))]
+    return min(pairs, key=lambda pair: poker.rank7(list(pair) + board))
+
+
 def _cards(cards: list[dict[str, Any]]) -> list[int]:
     return [poker.parse_card(c["card"]) for c in cards if "card" in c and not c.get("hidden")]
 
@@ -32,9 +88,50 @@ def _cards(cards: list[dict[str, Any]]) -> list[int]:
 class RandomBot:
     """Random legal actions (a fuzzing partner and a baseline)."""
 
-    def __init__(self, seed: int = 0, fold_chance: float = 0.25) -> None:
+    def __init__(self, seed: int = 0, fold_chance: float = 0.25, special_chance: float = 0.15) -> None:
         self.rng = random.Random(seed)
         self.fold_chance = fold_chance
+        self.special_chance = special_chance
+
+    def _special(self, view: dict[str, Any], prompt: dict[str, Any]) -> dict[str, Any] | None:
+        """Now and then a random legal special (section 5): activate one, shield or scout a table,
+        set the joker."""
+        you = view["you"]
+        rng = self.rng
+        if rng.random() >= self.special_chance:
+            return None
+        me = you["seat"]
+        mana = you["mana"]
+        active = _active(view, me)
+        options: list[dict[str, Any]] = []
+        for special in you["loadout"]:
+            cost = you["special_costs"][special]
+            if special == "scout":
+                options += [{"type": "special", "special": "scout", "land": int(land)}
+                            for land, price in you.get("scout_costs", {}).items() if price <= mana][:3]
+            elif special == "shield":
+                free = [land["id"] for land in _own_lands(view, me) if "shield" not in land]
+                if free and cost + 1 <= mana:
+                    options.append({"type": "special", "special": "shield", "land": rng.choice(free),
+                                    "mana": rng.randint(1, min(3, mana - cost))})
+            elif special == "joker":
+                use = _joker_action(view, prompt, rng)
+                if use is not None and (special in active or cost <= mana):
+                    options.append(use)
+                elif special not in active and cost <= mana:
+                    options.append({"type": "special", "special": "joker"})
+            elif special in active or cost > mana:
+                continue
+            elif special == "double_income":
+                own = _own_lands(view, me)
+                if own:
+                    options.append({"type": "special", "special": special, "land": rng.choice(own)["id"]})
+            elif special in ("double_set", "double_hand"):
+                if prompt["kind"] == "orders":  # nothing on file yet: the cap of 7 holds
+                    options.append({"type": "special", "special": special})
+            else:
+                options.append({"type": "special", "special": special})
+        return rng.choice(options) if options else None
 
     def decide(self, view: dict[str, Any], prompt: dict[str, Any]) -> dict[str, Any] | None:
         if prompt.get("submitted"):
@@ -42,6 +139,10 @@ class RandomBot:
         you = view["you"]
         kind = prompt["kind"]
         rng = self.rng
+        if you.get("loadout"):
+            chosen = self._special(view, prompt)
+            if chosen is not None:
+                return chosen
         if kind == "orders":
             targets = you["attackable"]
             k = rng.randint(0, min(len(targets), you["mana"], you["max_battles"]))
@@ -53,11 +154,22 @@ class RandomBot:
         if kind == "assign":
             tokens = [c["id"] for c in you["pool"]]
             rng.shuffle(tokens)
+            size = you.get("hand_size", 2)
             return {"type": "assign",
-                    "hands": {str(land): tokens[2 * i:2 * i + 2] for i, land in enumerate(you["battle_lands"])}}
+                    "hands": {str(land): tokens[size * i:size * i + size] for i, land in enumerate(you["battle_lands"])}}
         if kind == "decision":
-            return {"type": "decide",
-                    "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
+            action = {"type": "decide",
+                      "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
+            if you.get("loadout") and view["phase"] == "river":  # double_hand: a random 2 of 4
+                keep = {}
+                for battle in view["battles"]:
+                    if battle["land"] in you["decision_lands"] and battle["land"] not in action["folds"]:
+                        hand = next(p["hand"] for p in battle["participants"] if p["seat"] == you["seat"])
+                        if len(hand) == 4:
+                            keep[str(battle["land"])] = [c["id"] for c in rng.sample(hand, 2)]
+                if keep:
+                    action["keep"] = keep
+            return action
         return None
 
 
@@ -86,6 +198,10 @@ class SensibleBot:
         if prompt.get("submitted"):
             return None
         kind = prompt["kind"]
+        if view["you"].get("loadout"):
+            chosen = self._special(view, prompt)
+            if chosen is not None:
+                return chosen
         if kind == "orders":
             return self._orders(view)
         if kind == "defence":
@@ -94,6 +210,51 @@ class SensibleBot:
             return self._assign(view)
         if kind == "decision":
             return self._decide(view)
+        return None
+
+    def _special(self, view: dict[str, Any], prompt: dict[str, Any]) -> dict[str, Any] | None:
+        """A useful special it can afford while keeping mana to fight (section 5), else None:
+        at the orders, the passive ones in :data:`BOT_PREFERENCE` order with a reserve of 8 mana,
+        double_income on its first land, a scout of one neutral target it may attack, a shield of
+        2 on a land next to another seat when rich; at a decision, the joker."""
+        you = view["you"]
+        me = you["seat"]
+        mana = you["mana"]
+        joker = _joker_action(view, prompt, None)
+        if joker is not None:
+            return joker
+        if prompt["kind"] != "orders":
+            return None
+        active = _active(view, me)
+        own = _own_lands(view, me)
+        owner_of = {land["id"]: land["owner"] for land in view["lands"]}
+        for special in BOT_PREFERENCE:
+            if special not in you["loadout"]:
+                continue
+            cost = you["special_costs"][special]
+            if special == "scout":
+                costs = you.get("scout_costs", {})
+                neutral = [land for land in you["attackable"] if owner_of[land] is None and str(land) in costs]
+                if neutral and mana >= costs[str(neutral[0])] + 10:
+                    return {"type": "special", "special": "scout", "land": neutral[0]}
+                continue
+            if special == "shield":
+                exposed = [land["id"] for land in own if "shield" not in land and any(
+                    owner_of[n] not in (None, me) for n in land["neighbours"])]
+                if exposed and mana >= cost + 2 + 14:
+                    return {"type": "special", "special": "shield", "land": exposed[0], "mana": 2}
+                continue
+            if special in active or mana < cost + 8:
+                continue
+            if special == "full_double_income" and len(own) < 4:
+                continue
+            if special == "double_income":
+                if own:
+                    return {"type": "special", "special": special, "land": own[0]["id"]}
+                continue
+            if special == "joker":
+                continue  # activated when first used, at a decision
+            return {"type": "special", "special": special}
         return None
 
     def _orders(self, view: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +291,11 @@ class SensibleBot:
         you = view["you"]
         pool = [(poker.parse_card(c["card"]), c["id"]) for c in you["pool"]]
         hands = {}
+        if you.get("hand_size", 2) != 2:  # double_hand: the strongest cards first, 4 a table
+            pool.sort(key=lambda c: -(c[0] >> 2))
+            size = you["hand_size"]
+            return {"type": "assign", "hands": {str(land): [c[1] for c in pool[size * i:size * i + size]]
+                                                for i, land in enumerate(you["battle_lands"])}}
         for land in you["battle_lands"]:
             best = None
             for i in range(len(pool)):
@@ -170,11 +336,19 @@ class SensibleBot:
         battles = {b["land"]: b for b in view["battles"]}
         me = you["seat"]
         scored = []
+        keep = {}
         for land in you["decision_lands"]:
             battle = battles[land]
             mine = next(p for p in battle["participants"] if p["seat"] == me)
             hand = _cards(mine["hand"])
             board = _cards(battle["flop"]) + _cards([c for c in (battle["turn"], battle["river"]) if c])
+            if len(hand) > 2:  # double_hand (5.3.2.4): judge, and at the river keep, the best 2
+                if len(board) == 5:
+                    hand = list(_best_two(hand, board))
+                    ids = {poker.parse_card(c["card"]): c["id"] for c in mine["hand"]}
+                    keep[str(land)] = [ids[hand[0]], ids[hand[1]]]
+                else:
+                    hand = sorted(hand, key=lambda c: -(c >> 2))[:2]
             opponents = sum(1 for p in battle["participants"] if p["seat"] != me and p["status"] == "live")
             chance = self.equity(hand, board, opponents)
             at_turn = battle["river"] is None
@@ -187,4 +361,8 @@ class SensibleBot:
             _, land, _, _ = staying.pop()
             folds.append(land)
             mana += 1
-        return {"type": "decide", "folds": sorted(folds)}
+        action: dict[str, Any] = {"type": "decide", "folds": sorted(folds)}
+        keep = {land: cards for land, cards in keep.items() if int(land) not in folds}
+        if keep:
+            action["keep"] = keep
+        return action

@@ -61,13 +61,35 @@ def parse_cards(names: str | Iterable[str]) -> list[int]:
     return [parse_card(n) for n in names]
 
 
+class InvalidHand(ValueError):
+    """Cards that cannot be one hand: not 7 (or 5–7) cards, a card outside 0..51, or a card twice
+    (issue 12 item 8). A ValueError, so callers that caught bad input before still do."""
+
+
+_DECK_SET = frozenset(DECK)
+
+
 def rank7(cards: Sequence[int]) -> int:
-    """The rank of the best five of exactly 7 cards (2 in hand + 5 on the board); lower is stronger."""
+    """The rank of the best five of exactly 7 distinct cards (ints 0..51: 2 in hand + 5 on the
+    board); lower is stronger (conquest.md 3.6). Raises :class:`InvalidHand` for another count, a
+    card that is not an int 0..51 (bools included) or a card twice — the evaluator itself would
+    rank seven A♥ as a straight flush."""
+    distinct = set(cards)
+    if len(distinct) != 7 or len(cards) != 7 or not distinct <= _DECK_SET:
+        raise InvalidHand(f"not 7 distinct cards 0..51: {list(cards)!r}")
+    if True in distinct:  # True == 1 (and False == 0) would pass the set test as 2c / 2d
+        if any(type(card) is bool for card in cards):
+            raise InvalidHand("a card is an int 0..51, not a bool")
     return _evaluate_7cards(*cards)
 
 
 def rank_cards(cards: Sequence[int]) -> int:
-    """The rank of the best five of 5–7 cards; lower is stronger. Raises ValueError on other sizes."""
+    """The rank of the best five of 5–7 distinct cards (ints 0..51); lower is stronger. Raises
+    :class:`InvalidHand` (a ValueError) on other sizes, cards outside 0..51 or a card twice."""
+    distinct = set(cards)
+    if not 5 <= len(cards) <= 7 or len(distinct) != len(cards) or not distinct <= _DECK_SET \
+            or any(type(card) is bool for card in cards):
+        raise InvalidHand(f"not 5-7 distinct cards 0..51: {list(cards)!r}")
     return _evaluate_cards(*cards)
 
 

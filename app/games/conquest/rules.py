@@ -28,6 +28,7 @@ from app.games.base import (
 from app.games.conquest import poker
 from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.board import LANDS_BY_SEATS, generate_board
+from app.games.conquest.specials import SHIELD_MAX, SHIELD_MIN, SPECIALS, special_cost
 from app.games.conquest.state import (
     ASSIGN,
     DEFENCE,
@@ -60,14 +61,43 @@ ACTION_TYPES = frozenset(ACTION_OF_PHASE.values())
 #: Largest list or object accepted in an action (more is ``malformed_action``).
 MAX_ITEMS = 64
 
+#: The house cap on battles a round with ``double_set`` or ``double_hand`` active (conquest.md 2.1).
+MAX_BATTLES_DOUBLE = 7
+
+#: Specials that show flops / hands (view.py reads these; conquest.md 5.3.1, 5.3.2.1-2).
+FLOP_SPECIALS = frozenset(("loyalty", "spy", "corruption", "big_brother"))
+HAND_SPECIALS = frozenset(("read_hand", "hound"))
+_SPECIAL_SET = frozenset(SPECIALS)
+
 
 # --------------------------------------------------------------------------------------------
 # Costs, refunds and income: the hooks section 5 (specials) will extend.
 # --------------------------------------------------------------------------------------------
 
 def activation_cost(state: State, seat: int, land: int) -> int:
-    """Mana to activate ``land`` for an attack (conquest.md 2.1): 1."""
+    """Mana to activate ``land`` for an attack (conquest.md 2.1): 1, plus N on a table another seat
+    shielded with N (5.3.1.1)."""
+    if state.shields:
+        return 1 + shield_on(state, land, seat)
     return 1
+
+
+def shield_on(state: State, land: int, seat: int) -> int:
+    """Mana ``seat`` must pay on top of an action on ``land``'s table because another seat shielded
+    it (conquest.md 5.3.1.1): N while the shielding seat holds the land, else 0."""
+    shield = state.shields.get(land)
+    if shield is None or shield[0] == seat or state.owner[land] != shield[0]:
+        return 0
+    return shield[1]
+
+
+def max_battles(state: State, seat: int) -> int:
+    """Battles ``seat`` may take part in this round (conquest.md 2.1): 10, or 7 with ``double_set``
+    or ``double_hand`` active (their larger pools must fit in one deck)."""
+    active = state.active.get(seat) if state.active else None
+    if active and ("double_set" in active or "double_hand" in active):
+        return MAX_BATTLES_DOUBLE
+    return MAX_BATTLES
 
 
 def defence_cost(state: State, seat: int, land: int) -> int:
@@ -82,7 +112,10 @@ def stage_cost(state: State, battle: Battle, seat: int, stage: str) -> int:
 
 def fold_refund(state: State, battle: Battle, seat: int, stage: str) -> int:
     """Mana returned on a (non-technical) fold at ``stage``: 1 at the turn (3.2), 1 — the turn's —
-    at the river (3.3). A technical fold returns nothing."""
+    at the river (3.3); with ``free_fold`` the whole stake paid in this battle (5.3.3.4). A
+    technical fold returns nothing."""
+    if state.active and state.has(seat, "free_fold"):
+        return battle.paid[seat] - battle.refunded[seat]
     return 1
 
 
@@ -92,8 +125,28 @@ def tie_refund(state: State, battle: Battle, seat: int) -> int:
 
 
 def land_income(state: State, seat: int, land: int) -> int:
-    """Mana a controlled land yields at the end of the round (conquest.md 2.6): 1."""
+    """Mana a controlled land yields at the end of the round (conquest.md 2.6): 1; 2 with
+    ``full_double_income`` (5.3.3.2) or on the land chosen for ``double_income`` (5.3.3.1); the two
+    do not add up."""
+    if state.active:
+        active = state.active.get(seat)
+        if active and ("full_double_income" in active
+                       or ("double_income" in active and state.double_land.get(seat) == land)):
+            return 2
     return 1
+
+
+def insurance_refund(state: State, battle: Battle, seat: int) -> int:
+    """Mana returned to a finalist who loses at the final (no fold): with ``insurance`` their stake
+    in this battle (5.3.3.3), else 0."""
+    if state.active and state.has(seat, "insurance"):
+        return battle.paid[seat] - battle.refunded[seat]
+    return 0
+
+
+def hand_size(state: State, seat: int) -> int:
+    """Cards in each of ``seat``'s hands this round: 2, or 4 with ``double_hand`` (5.3.2.4)."""
+    return state.hand_sizes.get(seat, 2) if state.hand_sizes else 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,6 +201,11 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
     st.result = None
     st.targets = {}
     st.view_memo = {}
+    st.active = {}
+    st.scouted = {}
+    st.shields = {}
+    st.double_land = {}
+    st.hand_sizes = {}
     events: list[Event] = []
     _start_round(st, events)
     _run(st, events)
@@ -251,6 +309,10 @@ def default_action(state: State, seat: int) -> dict[str, Any]:
     if phase == ASSIGN:
         pool = state.pools[seat]
         lands = state.battle_lands.get(seat, ())
+        size = hand_size(state, seat)
+        if size != 2:
+            return {"type": "assign", "hands": {str(land): [d[1] for d in pool[size * i:size * (i + 1)]]
+                                                for i, land in enumerate(lands)}}
         return {"type": "assign",
                 "hands": {str(land): [pool[2 * i][1], pool[2 * i + 1][1]] for i, land in enumerate(lands)}}
     return {"type": "decide", "folds": []}
@@ -350,6 +412,8 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
         kind = action_type(action)
     phase = state.phase
     if kind != ACTION_OF_PHASE.get(phase):  # over, or not this phase's action
+        if kind == "special":
+            return _apply_special(state, seat, action)
         _reject(state, seat, kind)
     if type(seat) is not int or seat not in state.required:
         raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
@@ -410,8 +474,9 @@ def _validate_orders(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("own_land", f"land {land} is already yours")
         if land not in allowed:
             raise IllegalAction("not_adjacent", f"land {land} is not adjacent to a land you control")
-    if len(lands) > MAX_BATTLES:
-        raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
+    cap = max_battles(state, seat)
+    if len(lands) > cap:
+        raise IllegalAction("too_many_battles", f"at most {cap} battles a round")
     cost = 0
     for land in lands:
         cost += activation_cost(state, seat, land)
@@ -429,8 +494,9 @@ def _validate_defend(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("not_your_land", f"land {land} is not yours")
         if land not in state.attacks:
             raise IllegalAction("not_attacked", f"land {land} is not attacked")
-    if lands and len(lands) + attacks_of(state, seat) > MAX_BATTLES:
-        raise IllegalAction("too_many_battles", f"at most {MAX_BATTLES} battles a round")
+    cap = max_battles(state, seat)
+    if lands and len(lands) + attacks_of(state, seat) > cap:
+        raise IllegalAction("too_many_battles", f"at most {cap} battles a round")
     cost = 0
     for land in lands:
         cost += defence_cost(state, seat, land)
@@ -449,6 +515,7 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
         raise IllegalAction("malformed_action", "'hands' must be an object of land id -> 2 card ids")
     lands = state.battle_lands.get(seat, ())
     size = state.board.size
+    cards_per_hand = hand_size(state, seat)
     pool = {dealt[1]: dealt for dealt in state.pools[seat]}
     chosen: dict[int, tuple[Dealt, ...]] = {}
     used: set[str] = set()
@@ -465,17 +532,20 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
             raise IllegalAction("not_in_battle", f"you have no battle on land {land}")
         if land in chosen:
             raise IllegalAction("duplicate_land", f"land {land} appears twice")
-        if not isinstance(cards, list) or len(cards) != 2 or not isinstance(cards[0], str) \
+        if cards_per_hand != 2:
+            if not isinstance(cards, list) or len(cards) != cards_per_hand \
+                    or not all(isinstance(token, str) for token in cards):
+                raise IllegalAction("bad_hand", f"a hand is a list of exactly {cards_per_hand} card ids")
+        elif not isinstance(cards, list) or len(cards) != 2 or not isinstance(cards[0], str) \
                 or not isinstance(cards[1], str):
             raise IllegalAction("bad_hand", "a hand is a list of exactly 2 card ids")
-        first, second = cards
-        for token in (first, second):
+        for token in cards:
             if token not in pool:
                 raise IllegalAction("card_not_in_pool", "that card is not in your pool")
             if token in used:
                 raise IllegalAction("card_reused", "a pool card can go to one hand only")
             used.add(token)
-        chosen[land] = (pool[first], pool[second])
+        chosen[land] = tuple(pool[token] for token in cards)
     for land in lands:
         if land not in chosen:
             raise IllegalAction("missing_hand", f"no hand for land {land}: no card may stay in the pool")
@@ -490,7 +560,44 @@ def _validate_decide(state: State, seat: int, action: Mapping[str, Any]) -> tupl
     for land in lands:
         if land not in live:
             raise IllegalAction("not_in_battle", f"you have no live hand to fold on land {land}")
+    if "keep" in action:  # double_hand (5.3.2.4): the 2 of 4 cards that count at the final
+        return lands, _validate_keep(state, seat, action["keep"], live, lands)
     return lands
+
+
+def _validate_keep(state: State, seat: int, keep: Any, live: list[int],
+                   folds: tuple[int, ...]) -> tuple[tuple[int, tuple[Dealt, ...]], ...]:
+    """``"keep": {"<land>": [token, token]}`` in a river ``decide`` (5.3.2.4): for a live 4-card
+    hand, the 2 cards that count at the final. Codes: ``wrong_phase`` (not at the river),
+    ``malformed_action``, ``not_in_battle``, ``bad_hand``, ``card_not_in_hand``."""
+    if state.phase != RIVER:
+        raise IllegalAction("wrong_phase", "the cards to keep are chosen at the river (5.3.2.4)")
+    if not isinstance(keep, Mapping) or len(keep) > MAX_ITEMS:
+        raise IllegalAction("malformed_action", "'keep' must be an object of land id -> 2 card ids")
+    chosen = {}
+    for key, cards in keep.items():
+        land = _land_key(key)
+        if land not in live or land in folds:
+            raise IllegalAction("not_in_battle", f"you have no live hand on land {land}")
+        hand = state.battles[land].hands[seat]
+        if len(hand) != 4:
+            raise IllegalAction("bad_hand", "only a 4-card hand (double_hand) chooses cards to keep")
+        if not isinstance(cards, list) or len(cards) != 2 or not all(isinstance(t, str) for t in cards) \
+                or cards[0] == cards[1]:
+            raise IllegalAction("bad_hand", "keep exactly 2 different card ids of the hand")
+        by_token = {dealt[1]: dealt for dealt in hand}
+        if cards[0] not in by_token or cards[1] not in by_token:
+            raise IllegalAction("card_not_in_hand", "that card is not in your hand on this table")
+        chosen[land] = (by_token[cards[0]], by_token[cards[1]])
+    return tuple(sorted(chosen.items()))
+
+
+def _land_key(key: Any) -> int:
+    if type(key) is int:
+        return key
+    if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 4:
+        return int(key)
+    raise IllegalAction("malformed_action", "land ids must be integers")
 
 
 _VALIDATORS = {
@@ -549,7 +656,8 @@ def _resolve_orders(st: State, events: list[Event]) -> None:
     owner = st.owner
     attacked = {owner[land] for land in attacks}
     required = [seat for seat in range(st.seats)
-                if mana[seat] > 0 and seat in attacked and len(submissions.get(seat, ())) < MAX_BATTLES]
+                if mana[seat] > 0 and seat in attacked
+                and len(submissions.get(seat, ())) < (max_battles(st, seat) if st.active else MAX_BATTLES)]
     _enter(st, DEFENCE, required)
 
 
@@ -585,6 +693,8 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
     st.passed = tuple(passed)
     st.battles = battles
     st.battle_lands = {seat: tuple(lands) for seat, lands in lands_of.items()}
+    if st.active or st.hand_sizes:  # double_hand (5.3.2.4): 4 cards a hand this round
+        st.hand_sizes = {seat: 4 for seat in lands_of if st.has(seat, "double_hand")}
     pools = dict(st.pools)  # replaced, never changed in place (State.clone shares it)
     required = []
     for seat in range(st.seats):
@@ -595,7 +705,13 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
         events.append(Event("pool_dealt", {"seat": seat, "lands": lands,
                                            "cards": [{"id": token, "card": _NAMES[card]} for card, token in pool]},
                             frozenset((seat,))))
-        if len(lands) == 1:  # one table: nothing to decide
+        if len(pool) != 2 * len(lands):  # specials (5.3.2.4, 5.3.2.5): bigger hands or pools
+            if len(lands) == 1 and len(pool) == hand_size(st, seat):
+                battles[lands[0]].hands[seat] = pool
+            else:
+                pools[seat] = pool
+                required.append(seat)
+        elif len(lands) == 1:  # one table: nothing to decide
             battles[lands[0]].hands[seat] = pool
         else:
             pools[seat] = pool
@@ -621,6 +737,11 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     for card in sorted(excluded, reverse=True):
         del rest[card]
     size = 2 * len(lands)
+    if st.active and seat in st.active:  # 5.3.2.4 double_hand: 4 a table; 5.3.2.5 double_set: 4 a table attacked
+        if st.has(seat, "double_hand"):
+            size = 4 * len(lands)
+        elif st.has(seat, "double_set"):
+            size = sum(4 if seat in st.battles[land].attackers else 2 for land in lands)
     randbelow = st.rng.randbelow
     left = len(rest)
     for i in range(size - len(stacked)):  # partial Fisher–Yates: only the cards dealt are drawn
@@ -641,9 +762,14 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         hands = submissions[seat]
         for land, hand in hands:
             battles[land].hands[seat] = hand
-        events.append(Event("hands_set", {"seat": seat, "hands": [
+        data: dict[str, Any] = {"seat": seat, "hands": [
             {"land": land, "cards": [{"id": token, "card": _NAMES[card]} for card, token in hand]}
-            for land, hand in hands]}, frozenset((seat,))))
+            for land, hand in hands]}
+        pool = st.pools[seat]
+        if len(pool) > sum(len(hand) for _, hand in hands):  # double_set: the extra cards burn (5.3.2.5)
+            used = {dealt[1] for _, hand in hands for dealt in hand}
+            data["burned"] = [token for _, token in pool if token not in used]
+        events.append(Event("hands_set", data, frozenset((seat,))))
     st.pools = {}
     if not battles:
         _end_round(st, events)
@@ -658,7 +784,9 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt))))
         holder = battle.holder
         if holder == NEUTRAL:
-            battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=False))
+            # hound (5.3.2.2): a participant sees the neutral's hand, which needs ids now
+            hound = bool(st.active) and any(st.has(seat, "hound") for seat in battle.paid)
+            battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=hound))
             holder = "neutral"
         started.append({"land": land, "holder": holder, "attackers": list(battle.attackers),
                         "defender": battle.defender,
@@ -736,6 +864,8 @@ def _stage_step(st: State, events: list[Event], stage: str) -> None:
         for hand in battle.hands.values():
             in_hands.add(hand[0][0])
             in_hands.add(hand[1][0])
+            if len(hand) > 2:  # double_hand (5.3.2.4)
+                in_hands.update(dealt[0] for dealt in hand)
         deck = battle.deck
         if battle.fixed:
             card, battle.deck, battle.fixed = _take(rng, deck, battle.fixed, in_hands)
@@ -773,7 +903,12 @@ def _apply_folds(st: State, events: list[Event], stage: str) -> list[Battle]:
     mana = st.mana
     folds = []
     for seat in sorted(submissions):
-        for land in submissions[seat]:
+        lands = submissions[seat]
+        if lands and type(lands[0]) is tuple:  # (folds, keep) with double_hand (5.3.2.4)
+            lands, keep = lands
+            for land, kept in keep:
+                battles[land].kept = {**battles[land].kept, seat: kept}
+        for land in lands:
             battle = battles[land]
             battle.status[seat] = status
             refund = fold_refund(st, battle, seat, stage)
@@ -818,19 +953,34 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
     hands = battle.hands
     live = [seat for seat in battle.seats if status[seat] == LIVE]
     rank7 = poker.rank7
-    ranks = {seat: rank7((hands[seat][0][0], hands[seat][1][0]) + board) for seat in live}
+    if battle.jokers or any(len(hands[seat]) != 2 for seat in live):  # joker, double_hand (5.3.2.3-4)
+        ranks = {seat: _special_rank(battle, seat, board) for seat in live}
+    else:
+        ranks = {seat: rank7((hands[seat][0][0], hands[seat][1][0]) + board) for seat in live}
     best = min(ranks.values())
     winners = [seat for seat in live if ranks[seat] == best]
     battle.finalists = tuple(live)
     battle.ranks = ranks
-    if NEUTRAL in ranks:  # the neutral's hand is shown for the first time: it gets its tokens now
+    if NEUTRAL in ranks and not hands[NEUTRAL][0][1]:  # shown for the first time: it gets its tokens now
         hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hands[NEUTRAL])
     category = poker.category
-    events.append(Event("showdown", {"land": battle.land, "hands": [
+    shown = [
         {"seat": _who(seat), "cards": [{"id": token, "card": _NAMES[card]} for card, token in hands[seat]],
          "category": category(ranks[seat])}
-        for seat in live]}))
+        for seat in live]
+    if battle.jokers or battle.kept or battle.joker_cards:
+        for entry, seat in zip(shown, live):
+            _mark_final_hand(battle, seat, entry["cards"])
+    events.append(Event("showdown", {"land": battle.land, "hands": shown}))
     if len(winners) == 1:
+        if st.active:  # insurance (5.3.3.3): a finalist who loses gets its stake back
+            mana = st.mana
+            for seat in live:
+                if seat != NEUTRAL and seat != winners[0]:
+                    refund = insurance_refund(st, battle, seat)
+                    if refund:
+                        mana[seat] += refund
+                        battle.refunded[seat] += refund
         _finish_battle(st, battle, winners[0], "final", events)
         return
     mana = st.mana
@@ -857,6 +1007,8 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
     battle.result = result
     st.owner[battle.land] = winner
     st.tables[battle.land] = _fresh_table(st)
+    if st.scouted:  # a scout saw the old flop only (5.3.1.2)
+        st.scouted = {seat: lands - {battle.land} for seat, lands in st.scouted.items()}
     refunded = battle.refunded
     events.append(Event("battle_won", {"land": battle.land, "winner": _who(winner), "result": result,
                                        "refunded": dict(zip(map(str, refunded), refunded.values())),
@@ -877,6 +1029,8 @@ def _end_round(st: State, events: list[Event]) -> None:
                 events.append(Event("eliminated", {"seat": seat}))
             else:
                 alive.append(seat)
+    if st.shields:  # a shield stays only while its seat holds the land (5.3.1.1)
+        st.shields = {land: shield for land, shield in st.shields.items() if owners[land] == shield[0]}
     to_win = st.options.tables_to_win
     for seat in alive:
         if counts[seat] >= to_win:
@@ -939,3 +1093,185 @@ def outcome(state: State) -> Outcome | None:
 def _who(seat: int) -> int | str:
     """A seat, or ``"neutral"``."""
     return "neutral" if seat == NEUTRAL else seat
+
+
+# --------------------------------------------------------------------------------------------
+# Specials (conquest.md section 5): the final with a joker or a 4-card hand, and the action
+# --------------------------------------------------------------------------------------------
+
+def _special_rank(battle: Battle, seat: int, board: tuple[int, ...]) -> int:
+    """The rank of ``seat``'s hand at the final with its specials (5.3.2.3 joker, 5.3.2.4
+    double_hand): the 2 cards kept (else the best 2 of 4), a joker card replaced by the card not
+    among the other 6 that makes the best hand. Records ``battle.kept`` / ``battle.joker_cards``."""
+    hand = battle.hands[seat]
+    if seat in battle.kept:
+        pairs = [battle.kept[seat]]
+    elif len(hand) == 2:
+        pairs = [hand]
+    else:
+        pairs = [(hand[i], hand[j]) for i in range(len(hand)) for j in range(i + 1, len(hand))]
+    joker = battle.jokers.get(seat)
+    best = None
+    for pair in pairs:
+        if joker is not None and (pair[0][1] == joker or pair[1][1] == joker):
+            other = pair[1][0] if pair[0][1] == joker else pair[0][0]
+            taken = set(board)
+            taken.add(other)
+            for card in range(52):
+                if card not in taken:
+                    rank = poker.rank7((other, card) + board)
+                    if best is None or rank < best[0]:
+                        best = (rank, pair, card)
+        else:
+            rank = poker.rank7((pair[0][0], pair[1][0]) + board)
+            if best is None or rank < best[0]:
+                best = (rank, pair, None)
+    assert best is not None
+    rank, pair, card = best
+    if len(hand) != 2:
+        battle.kept = {**battle.kept, seat: pair}
+    if card is not None:
+        battle.joker_cards = {**battle.joker_cards, seat: card}
+    return rank
+
+
+def _mark_final_hand(battle: Battle, seat: int, cards: list[dict[str, Any]]) -> None:
+    """Mark a finalist's wire hand (built fresh): the joker's card with the card it became
+    (``"joker": "Qs"``, 5.3.2.3) and, for a 4-card hand, the 2 that counted (``"counted": true``)."""
+    joker = battle.jokers.get(seat)
+    became = battle.joker_cards.get(seat)
+    kept = battle.kept.get(seat)
+    counted = {dealt[1] for dealt in kept} if kept else None
+    for entry in cards:
+        if joker is not None and entry["id"] == joker:
+            entry["joker"] = _NAMES[became] if became is not None else True
+        if counted is not None and entry["id"] in counted:
+            entry["counted"] = True
+
+
+def special_price(state: State, seat: int, special: str) -> int:
+    """The one-time activation cost of ``special`` for ``seat`` (``options.special_costs``, else the
+    defaults, section 5): 0 once it is active, and 0 for ``scout`` (paid per table)."""
+    if special == "scout" or state.has(seat, special):
+        return 0
+    return special_cost(state.options.special_costs, special)
+
+
+def scout_price(state: State, seat: int, land: int) -> int:
+    """Mana to scout ``land``'s flop (5.3.1.2): the configured price per table (0 with
+    ``big_brother``, 5.3.1.6), plus N on a table another seat shielded with N (5.3.1.1)."""
+    base = 0 if state.has(seat, "big_brother") else special_cost(state.options.special_costs, "scout")
+    return base + shield_on(state, land, seat)
+
+
+def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
+    """``{"type": "special", "special": id, ...}`` (section 5; shapes in docs/games/conquest.md):
+    activate a special of the seat's loadout, paying its cost at once, or use one (shield a table,
+    scout a table, choose the double_income land, set the joker). Accepted in every phase but the
+    end, from a living seat; not a submission (the phase does not move). Raises IllegalAction:
+    ``match_over``, ``no_prompt``, ``malformed_action``, ``unknown_special``, ``not_in_loadout``,
+    ``already_active``, ``not_enough_mana`` and the per-special codes (``unknown_land``,
+    ``not_your_land``, ``bad_shield``, ``already_shielded``, ``already_seen``, ``not_in_battle``,
+    ``card_not_in_hand``, ``joker_used``, ``too_many_battles``)."""
+    if state.phase == OVER:
+        raise IllegalAction("match_over", "the match is over")
+    if type(seat) is not int or not 0 <= seat < state.seats or not state.alive(seat):
+        raise IllegalAction("no_prompt", f"seat {seat!r} cannot act in this match")
+    special = action.get("special")
+    if not isinstance(special, str):
+        raise IllegalAction("malformed_action", "'special' must be a special id")
+    if special not in _SPECIAL_SET:
+        raise IllegalAction("unknown_special", f"there is no special {special!r}")
+    if special not in state.loadout(seat):
+        raise IllegalAction("not_in_loadout", f"you did not bring {special!r} to this match")
+    price = special_price(state, seat, special)
+    active = state.has(seat, special)
+    public: dict[str, Any] = {"seat": seat, "special": special}
+    private: dict[str, Any] | None = None
+    change = None  # a function applying the effect to the new state
+    land = action.get("land")
+    if special in ("shield", "scout", "double_income") or (special == "joker" and land is not None):
+        if type(land) is not int:
+            raise IllegalAction("malformed_action", "'land' must be a land id")
+        if not 0 <= land < state.board.size:
+            raise IllegalAction("unknown_land", f"there is no land {land}")
+    if special == "shield":  # 5.3.1.1
+        size = action.get("mana")
+        if type(size) is not int or not SHIELD_MIN <= size <= SHIELD_MAX:
+            raise IllegalAction("bad_shield", f"a shield holds {SHIELD_MIN}-{SHIELD_MAX} mana")
+        if state.owner[land] != seat:
+            raise IllegalAction("not_your_land", f"land {land} is not yours")
+        if land in state.shields and state.shields[land][0] == seat:
+            raise IllegalAction("already_shielded", f"land {land} already has a shield")
+        price += size
+        public.update(land=land, shield=size)
+
+        def change(st: State) -> None:
+            st.shields = {**st.shields, land: (seat, size)}
+    elif special == "scout":  # 5.3.1.2
+        from app.games.conquest.view import flop_seen, flop_visible  # view.py's rules; no cycle at import
+        if flop_visible(state, land, seat) or flop_seen(state, land, seat):
+            raise IllegalAction("already_seen", f"you already see the flop of land {land}")
+        price = scout_price(state, seat, land)
+        private = {"land": land, "flop": [_NAMES[card] for card in state.tables[land].flop]}
+
+        def change(st: State) -> None:
+            st.scouted = {**st.scouted, seat: st.scouted.get(seat, frozenset()) | {land}}
+    elif special == "double_income":  # 5.3.3.1
+        if active:
+            raise IllegalAction("already_active", "double_income is already on a land")
+        if state.owner[land] != seat:
+            raise IllegalAction("not_your_land", f"land {land} is not yours")
+        public["land"] = land
+
+        def change(st: State) -> None:
+            st.double_land = {**st.double_land, seat: land}
+    elif special == "joker" and land is not None:  # 5.3.2.3: once per battle
+        battle = state.battles.get(land)
+        if battle is None or battle.stage == STAGE_DONE or seat not in battle.hands \
+                or battle.status[seat] != LIVE:
+            raise IllegalAction("not_in_battle", f"you have no live hand on land {land}")
+        if seat in battle.jokers:
+            raise IllegalAction("joker_used", "the joker is already set in this battle")
+        token = action.get("card")
+        if not isinstance(token, str) or token not in {dealt[1] for dealt in battle.hands[seat]}:
+            raise IllegalAction("card_not_in_hand", "that card is not in your hand on this table")
+        private = {"land": land, "card": token}
+
+        def change(st: State) -> None:
+            target = st.battles[land]
+            target.jokers = {**target.jokers, seat: token}
+    else:
+        if active:
+            raise IllegalAction("already_active", f"{special} is already active")
+        if special in ("double_set", "double_hand"):
+            # the battles this round already holds must fit the cap of 7 (2.1)
+            if state.phase == ORDERS:
+                made = len(state.submissions.get(seat, ()))
+            elif state.phase == DEFENCE:
+                made = attacks_of(state, seat) + len(state.submissions.get(seat, ()))
+            else:
+                made = len(state.battle_lands.get(seat, ()))
+            if made > MAX_BATTLES_DOUBLE:
+                raise IllegalAction("too_many_battles",
+                                    f"{special} allows at most {MAX_BATTLES_DOUBLE} battles a round (2.1)")
+    if price > state.mana[seat]:
+        raise IllegalAction("not_enough_mana", f"this costs {price} mana")
+    st = state.clone()  # submissions are copied unchanged: a special is not a submission
+    events: list[Event] = []
+    st.mana[seat] -= price
+    if not active and special != "scout":
+        st.active = {**st.active, seat: st.active.get(seat, frozenset()) | {special}}
+    if change is not None:
+        change(st)
+    if special == "hound":  # the neutral's hand in the seat's battles needs ids now (5.3.2.2)
+        for battle in st.battles.values():
+            hand = battle.hands.get(NEUTRAL)
+            if battle.stage != STAGE_DONE and seat in battle.paid and hand and not hand[0][1]:
+                battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hand)
+    public["cost"] = price
+    public["mana"] = list(st.mana)
+    events.append(Event("special_used", public))
+    if private is not None:
+        events.append(Event("special_seen", {"seat": seat, "special": special, **private}, frozenset((seat,))))
+    return st, events

@@ -62,12 +62,13 @@ class Options(BaseModel):
     phase_seconds: int = Field(60, ge=5, le=3600, description="deadline of the orders, defence and assign phases (2)")
     decision_seconds: int = Field(20, ge=5, le=3600, description="deadline of a stay-or-fold decision (3.4)")
     # Filled by the server at match start (section 5), never by a client in lobby options:
+    # ``readOnly`` (JSON Schema): managed by the server; the web lobby form leaves such options out.
     loadouts: list[list[StrictStr]] = Field(
-        default_factory=list, max_length=4,
+        default_factory=list, max_length=4, json_schema_extra={"readOnly": True},
         description="per seat (index = seat), the special ids that seat brought (section 5); "
                     "an empty list or a missing seat brings none")
     special_costs: dict[str, StrictInt] = Field(
-        default_factory=dict,
+        default_factory=dict, json_schema_extra={"readOnly": True},
         description="overrides of the default special costs in mana (section 5); the server copies "
                     "its configuration here so a match record holds the costs it was played with")
 
@@ -140,7 +141,7 @@ class Battle:
     __slots__ = (
         "land", "holder", "attackers", "defender", "seats", "hands", "status", "paid", "refunded",
         "flop", "turn", "river", "deck", "fixed", "stage", "winner", "result", "finalists", "ranks",
-        "view_memo",
+        "view_memo", "jokers", "joker_cards", "kept",
     )
 
     def __init__(self, land: int, holder: int, attackers: tuple[int, ...], defender: int | None,
@@ -165,7 +166,11 @@ class Battle:
         self.result: str | None = None
         self.finalists: tuple[int, ...] = ()
         self.ranks: dict[int, int] = {}
-        self.view_memo: dict[int, dict[str, Any]] | None = None  # made by the first view
+        self.view_memo: dict[Any, dict[str, Any]] | None = None  # made by the first view
+        # section 5 (empty without specials; replaced, never changed in place):
+        self.jokers: dict[int, str] = {}  # seat -> token of the hand card it turned into a joker (5.3.2.3)
+        self.joker_cards: dict[int, int] = {}  # seat -> the card its joker became at the final
+        self.kept: dict[int, tuple[Dealt, ...]] = {}  # seat -> the 2 of 4 cards chosen (5.3.2.4)
 
     def copy(self) -> "Battle":
         new = Battle.__new__(Battle)
@@ -189,6 +194,9 @@ class Battle:
         new.finalists = self.finalists
         new.ranks = self.ranks
         new.view_memo = None
+        new.jokers = self.jokers
+        new.joker_cards = self.joker_cards
+        new.kept = self.kept
         return new
 
     def live(self) -> list[int]:
@@ -221,6 +229,13 @@ class State:
     - ``result``: ``(ranks, scores, reason)`` once the match is over.
     - ``targets``: seat -> lands it may activate this round (computed when the round starts, from
       the ownership at that moment, 2.1).
+    - Section 5 (specials), all empty in a match without them and *replaced*, never changed in
+      place (clones share them): ``active``: seat -> frozenset of the specials it activated;
+      ``scouted``: seat -> frozenset of lands whose current flop it scouted (5.3.1.2; a land leaves
+      the set when its table gets a fresh flop); ``shields``: land -> ``(seat, N)`` (5.3.1.1; a
+      shield counts only while that seat holds the land); ``double_land``: seat -> the land chosen
+      for ``double_income`` (5.3.3.1); ``hand_sizes``: seat -> cards per hand in this round's
+      battles (4 with ``double_hand``, 5.3.2.4), only for seats not at 2.
     - ``view_memo``: not part of the match — parts of views already built for this position
       (:mod:`app.games.conquest.view`), filled lazily by ``view``. Their inputs are every field but
       ``submissions``, so :meth:`clone_submission` shares the memo and :meth:`clone` starts an
@@ -231,7 +246,7 @@ class State:
         "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
         "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
         "passed", "battles", "battle_lands", "pools", "pool_stack", "result", "targets",
-        "view_memo",
+        "view_memo", "active", "scouted", "shields", "double_land", "hand_sizes",
     )
 
     seats: int
@@ -259,6 +274,11 @@ class State:
     result: tuple[dict[int, int], dict[int, float], str] | None
     targets: dict[int, tuple[int, ...]]
     view_memo: dict[Any, Any]
+    active: dict[int, frozenset[str]]
+    scouted: dict[int, frozenset[int]]
+    shields: dict[int, tuple[int, int]]
+    double_land: dict[int, int]
+    hand_sizes: dict[int, int]
 
     def clone_submission(self) -> "State":
         """A copy that may change only ``submissions`` (everything else is shared with ``self``)."""
@@ -288,6 +308,11 @@ class State:
         new.result = self.result
         new.targets = self.targets
         new.view_memo = self.view_memo
+        new.active = self.active
+        new.scouted = self.scouted
+        new.shields = self.shields
+        new.double_land = self.double_land
+        new.hand_sizes = self.hand_sizes
         return new
 
     def clone(self) -> "State":
@@ -325,6 +350,11 @@ class State:
         new.result = self.result
         new.targets = self.targets
         new.view_memo = {}
+        new.active = self.active  # section 5's fields are replaced, never changed in place
+        new.scouted = self.scouted
+        new.shields = self.shields
+        new.double_land = self.double_land
+        new.hand_sizes = self.hand_sizes
         return new
 
     def deal(self, card: int) -> Dealt:
@@ -335,6 +365,16 @@ class State:
 
     def alive(self, seat: int) -> bool:
         return self.out_round[seat] == 0
+
+    def has(self, seat: int, special: str) -> bool:
+        """Has ``seat`` activated ``special`` (section 5)?"""
+        active = self.active.get(seat)
+        return active is not None and special in active
+
+    def loadout(self, seat: int) -> list[str]:
+        """The specials ``seat`` brought (``options.loadouts``; none for a missing seat)."""
+        loadouts = self.options.loadouts
+        return loadouts[seat] if seat < len(loadouts) else []
 
     def lands_of(self, seat: int) -> list[int]:
         return [land for land, owner in enumerate(self.owner) if owner == seat]

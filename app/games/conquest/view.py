@@ -25,12 +25,18 @@ from app.games.base import ADMIN, SPECTATOR
 from app.games.conquest import poker
 from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.rules import (
+    _mark_final_hand,
     attackable,
     attacks_of,
     decision_lands,
     defendable,
+    max_battles,
+    scout_price,
     seat_battle_lands,
+    shield_on,
+    special_price,
 )
+from app.games.conquest.specials import SPECIALS
 from app.games.conquest.state import (
     ASSIGN,
     DEFENCE,
@@ -47,20 +53,65 @@ from app.games.conquest.state import (
 )
 
 def flop_visible(state: State, land: int, viewer: int) -> bool:
-    """Is the *current* flop of ``land``'s table open to ``viewer``? Only while a battle is being
-    fought on it (3.1, 4.1, 4.3). Section 5's reveals (scout, loyalty, …) will extend this; the
-    lands part of the view is built once for all players and spectators (``view_memo``), so a
-    reveal to one seat must also key that memo by viewer."""
+    """Is the *current* flop of ``land``'s table open to everyone? Only while a battle is being
+    fought on it (3.1, 4.1, 4.3). What one seat sees of a face-down flop through a special is
+    :func:`flop_seen`."""
     battle = state.battles.get(land)
     return battle is not None and battle.stage != STAGE_ASSIGN and battle.stage != STAGE_DONE
 
 
-def hand_visible(battle: Battle, participant: int, viewer: int) -> bool:
+def flop_seen(state: State, land: int, viewer: int) -> str | None:
+    """The special through which seat ``viewer`` sees ``land``'s face-down flop, else None
+    (section 5): ``scout`` (that table, until its flop changes, 5.3.1.2), ``loyalty`` (own
+    tables, 5.3.1.3), ``spy`` (neutral lands, 5.3.1.4), ``corruption`` (other players' lands,
+    5.3.1.5), ``big_brother`` (every table, 5.3.1.6). Another seat's shield hides its table from
+    corruption and big_brother: only a scout paying N more sees it (5.3.1.1). Shown to that seat
+    only, as faces without ids (the cards get ids when their battle starts, 4.4)."""
+    if viewer < 0:
+        return None
+    scouted = state.scouted.get(viewer)
+    if scouted and land in scouted:
+        return "scout"
+    active = state.active.get(viewer)
+    if not active:
+        return None
+    owner = state.owner[land]
+    if owner == viewer:
+        if "loyalty" in active:
+            return "loyalty"
+    elif owner == NEUTRAL:
+        if "spy" in active:
+            return "spy"
+    elif shield_on(state, land, viewer):
+        return None
+    elif "corruption" in active:
+        return "corruption"
+    return "big_brother" if "big_brother" in active else None
+
+
+def hand_visible(state: State, battle: Battle, participant: int, viewer: int) -> bool:
     """A hand is seen by its owner, and by all once it reaches the final (4.1, 4.2); the neutral's
-    hand and folded hands by nobody else. A seat's view of a battle is shared with the spectators'
-    when the seat sees its own hand no better than they do (``_battles``): a reveal of *another*
-    participant's hand to one seat (section 5) must also change that test."""
-    return (participant == viewer and participant != NEUTRAL) or participant in battle.finalists
+    hand and folded hands by nobody else — except one seat through a special (:func:`hand_seen`)."""
+    if (participant == viewer and participant != NEUTRAL) or participant in battle.finalists:
+        return True
+    return bool(state.active) and hand_seen(state, battle, participant, viewer) is not None
+
+
+def hand_seen(state: State, battle: Battle, participant: int, viewer: int) -> str | None:
+    """The special through which seat ``viewer`` sees ``participant``'s hand in ``battle``:
+    ``read_hand`` (attackers of a land the viewer held when attacked, 5.3.2.1) or ``hound`` (the
+    neutral's hand in a battle the viewer fights in, 5.3.2.2); else None."""
+    active = state.active.get(viewer) if viewer >= 0 else None
+    if not active:
+        return None
+    if participant == NEUTRAL:
+        hand = battle.hands.get(NEUTRAL)
+        if "hound" in active and viewer in battle.paid and hand and hand[0][1]:
+            return "hound"
+        return None
+    if "read_hand" in active and battle.holder == viewer and participant in battle.attackers:
+        return "read_hand"
+    return None
 
 
 def hidden_tokens(state: State, viewer: int) -> set[str]:
@@ -75,7 +126,7 @@ def hidden_tokens(state: State, viewer: int) -> set[str]:
             hidden.update(dealt[1] for dealt in pool)
     for battle in state.battles.values():
         for participant, hand in battle.hands.items():
-            if not hand_visible(battle, participant, viewer):
+            if not hand_visible(state, battle, participant, viewer):
                 hidden.update(dealt[1] for dealt in hand if dealt[1])
     return hidden
 
@@ -100,19 +151,31 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
     hands = battle.hands
     finalists = battle.finalists
     defender = battle.defender
+    specials = bool(battle.jokers or battle.kept or state.active)
     for seat in battle.seats:
         hand = hands.get(seat)
         if hand is None:
             shown = None
         elif admin:  # every card, those hidden from spectators marked so (4.2)
-            if hand_visible(battle, seat, SPECTATOR):
+            if hand_visible(state, battle, seat, SPECTATOR):
                 shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
             else:
                 shown = [_card(dealt, False, True) for dealt in hand]
-        elif hand_visible(battle, seat, viewer):
+        elif hand_visible(state, battle, seat, viewer):
             shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
+            if specials and seat != viewer and seat not in finalists:
+                reason = hand_seen(state, battle, seat, viewer)
+                for entry in shown:
+                    entry["seen"] = reason
         else:
-            shown = [{"hidden": True}, {"hidden": True}]
+            shown = [{"hidden": True} for _ in hand]
+        if specials and shown is not None:
+            if seat in finalists:  # the joker and the counted cards are public at the final
+                _mark_final_hand(battle, seat, [c for c in shown if "id" in c])
+            elif seat in battle.jokers and (admin or seat == viewer):  # others see it only at the final
+                for entry in shown:
+                    if entry.get("id") == battle.jokers[seat]:
+                        entry["joker"] = True
         if seat == NEUTRAL:
             entry = {"seat": "neutral", "role": "neutral", "status": battle.status[seat], "hand": shown}
         else:
@@ -147,7 +210,11 @@ def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
     if phase == DEFENCE:
         return {"type": "defend", "lands": list(sub)}
     if phase == ASSIGN:
-        return {"type": "assign", "hands": {str(land): [hand[0][1], hand[1][1]] for land, hand in sub}}
+        return {"type": "assign", "hands": {str(land): [dealt[1] for dealt in hand] for land, hand in sub}}
+    if sub and type(sub[0]) is tuple:  # with double_hand's choice (5.3.2.4)
+        folds, keep = sub
+        return {"type": "decide", "folds": list(folds),
+                "keep": {str(land): [kept[0][1], kept[1][1]] for land, kept in keep}}
     return {"type": "decide", "folds": list(sub)}
 
 
@@ -177,7 +244,28 @@ def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
         lands = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
         for land, flop in open_flops.items():
             lands[land] = _land_entry(board, land, owners[land], flop)
+    if state.shields:  # public: others must know what a table costs them (5.3.1.1)
+        for land, (seat, size) in state.shields.items():
+            if owners[land] == seat:
+                lands[land] = {**lands[land], "shield": size}
     return lands
+
+
+def _seen_lands(state: State, viewer: int, lands: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lands`` with the face-down flops seat ``viewer`` sees through a special (:func:`flop_seen`):
+    faces without ids, each marked with the special (``"seen": "scout"``)."""
+    tables = state.tables
+    out = lands
+    for land in range(len(lands)):
+        if flop_visible(state, land, viewer):
+            continue
+        reason = flop_seen(state, land, viewer)
+        if reason is not None:
+            if out is lands:
+                out = list(lands)
+            out[land] = {**lands[land], "flop": [{"card": _NAMES[card], "seen": reason}
+                                                 for card in tables[land].flop]}
+    return out
 
 
 def _land_entry(board, land: int, owner: int, flop: list[dict[str, Any]]) -> dict[str, Any]:
@@ -194,20 +282,25 @@ def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
     """The battles part of ``viewer``'s view, ascending land id (``battles`` is kept in that order).
     Each battle's view is kept in ``battle.view_memo`` (a settled battle stays the same object from
     position to position); a battle in which the viewer sees no more than a spectator is shared
-    with the spectators' view."""
+    with the spectators' view. A seat with active specials has its own entries, keyed by what it
+    has activated (a settled battle outlives an activation)."""
     views = []
+    active = state.active.get(viewer) if state.active and not admin else None
     for battle in state.battles.values():
-        if not admin and (viewer not in battle.hands
-                          or hand_visible(battle, viewer, viewer) == hand_visible(battle, viewer, SPECTATOR)):
-            key = SPECTATOR
+        if active:
+            key: Any = (viewer, active)
+            who = viewer
+        elif not admin and (viewer not in battle.hands
+                            or viewer in battle.finalists):
+            key = who = SPECTATOR
         else:
-            key = viewer
+            key = who = viewer
         memo = battle.view_memo
         if memo is None:
             memo = battle.view_memo = {}
         shown = memo.get(key)
         if shown is None:
-            shown = memo[key] = _battle_view(state, battle, key, admin)
+            shown = memo[key] = _battle_view(state, battle, who, admin)
         views.append(shown)
     return views
 
@@ -221,6 +314,12 @@ def view(state: State, viewer: int) -> dict[str, Any]:
     lands = memo.get(key)
     if lands is None:
         lands = memo[key] = _lands(state, admin)
+    if viewer >= 0 and (viewer in state.active or viewer in state.scouted):  # section 5 reveals
+        key = ("seen_lands", viewer)
+        seen = memo.get(key)
+        if seen is None:
+            seen = memo[key] = _seen_lands(state, viewer, lands)
+        lands = seen
     key = ("battles", viewer)
     battles = memo.get(key)
     if battles is None:
@@ -250,6 +349,12 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         "submitted": seat in submissions,
     } for seat in range(state.seats)]
     options = state.options
+    if options.loadouts:  # section 5: what each seat has activated is public
+        active = state.active
+        for entry in seats:
+            mine = active.get(entry["seat"], ())
+            entry["specials"] = [special for special in SPECIALS if special in mine]
+            entry["double_income_land"] = state.double_land.get(entry["seat"])
     out: dict[str, Any] = {
         "game": "conquest",
         "viewer": viewer,
@@ -285,7 +390,7 @@ def _you(state: State, seat: int) -> dict[str, Any]:
     you: dict[str, Any] = {
         "seat": seat,
         "mana": state.mana[seat],
-        "max_battles": MAX_BATTLES,
+        "max_battles": max_battles(state, seat) if state.active else MAX_BATTLES,
         "submission": _submission_wire(state, seat) if seat in state.submissions else None,
         "pool": [{"id": token, "card": _NAMES[card]} for card, token in pool] if pool else [],
         "attackable": [],
@@ -294,6 +399,16 @@ def _you(state: State, seat: int) -> dict[str, Any]:
         "battle_lands": seat_battle_lands(state, seat) if phase in (ASSIGN, TURN, RIVER) else [],
         "decision_lands": [],
     }
+    loadout = state.loadout(seat)
+    if loadout:  # section 5: what this seat brought and what using each costs now
+        you["loadout"] = list(loadout)
+        you["hand_size"] = state.hand_sizes.get(seat, 2) if state.hand_sizes else 2
+        you["special_costs"] = {special: special_price(state, seat, special) for special in loadout}
+        if "scout" in loadout:
+            you["scout_costs"] = {str(land): scout_price(state, seat, land) for land in range(state.board.size)
+                                  if not flop_visible(state, land, seat) and flop_seen(state, land, seat) is None}
+        if "joker" in loadout:
+            you["jokers"] = [land for land, battle in state.battles.items() if seat in battle.jokers]
     if seat in state.required:
         if phase == ORDERS:
             you["attackable"] = attackable(state, seat)

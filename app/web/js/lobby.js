@@ -108,7 +108,8 @@ function createForm(all) {
     const v = Number(seats.value);
     if (!(v >= game.min_seats && v <= game.max_seats)) seats.value = Math.min(Math.max(v || 3, game.min_seats), game.max_seats);
     const props = game.options_schema?.properties || {};
-    replace(optionsBox, Object.entries(props).filter(([key]) => !SERVER_FILLED.has(key)).map(([key, schema]) => {
+    // readOnly options are filled by the server at match start (e.g. Conquest's loadouts): not a form field
+    replace(optionsBox, Object.entries(props).filter(([key, schema]) => !schema.readOnly && !SERVER_FILLED.has(key)).map(([key, schema]) => {
       const id = `opt-${key}`;
       let input;
       if (schema.enum) {

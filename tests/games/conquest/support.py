@@ -116,10 +116,11 @@ def wire_prompt(prompt) -> dict:
             "submitted": prompt.submitted, "simultaneous": prompt.simultaneous}
 
 
-def play(seats: int, seed: bytes, bots: list, on_step=None, max_actions: int = 20000) -> State:
+def play(seats: int, seed: bytes, bots: list, on_step=None, max_actions: int = 20000,
+         options: dict | None = None) -> State:
     """Play a match with ``bots`` (one per seat) to its end; ``on_step(state, seat, action, events)``
-    after every applied action."""
-    state = GAME.setup(seats, None, seed)
+    after every applied action. ``options``: lobby options (e.g. ``loadouts``, section 5)."""
+    state = GAME.setup(seats, options, seed)
     for _ in range(max_actions):
         if GAME.outcome(state) is not None:
             return state

@@ -11,7 +11,10 @@ from app.games.conquest import poker
 
 
 def rank(hand: str, board: str) -> int:
-    return poker.rank7(poker.parse_cards(hand) + poker.parse_cards(board))
+    """The rank of a 2-card hand on a 5-card board; refuses to build an impossible hand."""
+    cards = poker.parse_cards(hand) + poker.parse_cards(board)
+    assert len(cards) == 7 and len(set(cards)) == 7, f"not 7 distinct cards: {hand} / {board}"
+    return poker.rank7(cards)
 
 
 def test_3_6_wheel_is_five_high_straight():
@@ -73,3 +76,31 @@ def test_3_6_agrees_with_pokerkit_on_random_hands():
 def test_card_names_round_trip():
     assert poker.parse_card("Ac") == 48 and poker.card_name(48) == "Ac"
     assert [poker.parse_card(poker.card_name(c)) for c in range(52)] == list(range(52))
+
+
+@pytest.mark.parametrize("cards", [
+    [51] * 7,                              # seven A-of-spades (the evaluator said: straight flush)
+    [48, 48, 0, 1, 2, 3, 4],               # one card twice
+    [0, 1, 2, 3, 4, 5, 52],                # not a card
+    [-1, 1, 2, 3, 4, 5, 6],                # not a card
+    [0, 1, 2, 3, 4, 5],                    # six cards
+    [0, 1, 2, 3, 4, 5, 6, 7],              # eight cards
+    [True, 2, 3, 4, 5, 6, 7],              # a bool is not a card
+])
+def test_item_8_rank7_rejects_duplicate_or_impossible_cards(cards):
+    with pytest.raises(poker.InvalidHand):
+        poker.rank7(cards)
+    assert issubclass(poker.InvalidHand, ValueError)
+
+
+def test_item_8_rank_cards_rejects_duplicates_too():
+    with pytest.raises(poker.InvalidHand):
+        poker.rank_cards([51, 51, 50, 49, 48])
+    assert poker.category(poker.rank_cards([51, 47, 43, 39, 35])) == "straight_flush"
+
+
+def test_item_8_the_test_helper_refuses_impossible_hands():
+    with pytest.raises(AssertionError):
+        rank("AhAh", "Ah Ah Ah Ah Ah")
+    with pytest.raises(AssertionError):
+        rank("AhKd", "Ah 2c 3d 4h 5s")

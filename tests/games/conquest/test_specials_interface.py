@@ -61,3 +61,9 @@ def test_5_options_stay_frozen_and_forbid_extra_fields() -> None:
     opts = Options()
     with pytest.raises(ValidationError):
         opts.loadouts = [["scout"]]  # type: ignore[misc]
+
+
+def test_5_server_filled_options_are_marked_read_only_in_the_published_schema() -> None:
+    props = GAME.Options.model_json_schema()["properties"]
+    assert props["loadouts"]["readOnly"] is True and props["special_costs"]["readOnly"] is True
+    assert not props["starting_mana"].get("readOnly")

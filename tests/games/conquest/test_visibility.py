@@ -141,3 +141,96 @@ def test_4_no_hidden_card_ever_reaches_a_viewer(seats, n):
     bots = [RandomBot(n * 10 + k) if k % 2 else SensibleBot(n * 10 + k, samples=20) for k in range(seats)]
     final = play(seats, b"leak-%d" % n, bots, on_step=_leak_check)
     assert GAME.outcome(final) is not None
+
+
+# ---- section 5: the same leak test with every special in play ----------------------------------
+
+def _must_not_see_with_specials(state, viewer) -> set[str]:
+    """Section 4's oracle, less what a special shows ``viewer`` (written from the rules table, not
+    from view.py): read_hand — the attackers' hands on a land the viewer held (5.3.2.1); hound — the
+    neutral's hand in a battle the viewer fights in, once it has ids (5.3.2.2)."""
+    hidden = _must_not_see(state, viewer)
+    active = state.active.get(viewer, frozenset()) if viewer >= 0 else frozenset()
+    for battle in state.battles.values():
+        for who, hand in battle.hands.items():
+            if who == NEUTRAL:
+                shown = "hound" in active and viewer in battle.paid
+            else:
+                shown = "read_hand" in active and battle.holder == viewer and who in battle.attackers
+            if shown:
+                hidden -= {d[1] for d in hand}
+    return hidden
+
+
+def _may_peek(state, viewer, land) -> bool:
+    """Can ``viewer`` see ``land``'s face-down flop (5.3.1.1-5.3.1.6)?"""
+    if viewer < 0:
+        return False
+    if land in state.scouted.get(viewer, ()):
+        return True
+    active = state.active.get(viewer, frozenset())
+    owner = state.owner[land]
+    shield = state.shields.get(land)
+    shielded = shield is not None and shield[0] == owner and owner != viewer
+    if owner == viewer:
+        return bool(active & {"loyalty", "big_brother"})
+    if owner == NEUTRAL:
+        return bool(active & {"spy", "big_brother"})
+    return not shielded and bool(active & {"corruption", "big_brother"})
+
+
+def _cards_in(value):
+    if isinstance(value, dict):
+        if "card" in value and ("id" in value or "hidden" in value or "seen" in value):
+            yield value
+        for item in value.values():
+            yield from _cards_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _cards_in(item)
+
+
+def _leak_check_specials(state, seat, action, events):
+    for viewer in list(range(state.seats)) + [SPECTATOR]:
+        hidden = GAME.hidden_tokens(state, viewer)
+        assert hidden == _must_not_see_with_specials(state, viewer)
+        view = GAME.view(state, viewer)
+        text = json.dumps(view) + events_json(events, viewer)
+        found = {t for t in re.findall(r'"([a-z2-7]{12})"', text) if t in hidden}
+        assert not found, (viewer, found)
+        # a card face without an id is a face-down flop seen through a special: only its owner's
+        for land in view["lands"]:
+            for card in land["flop"]:
+                if "card" in card and "id" not in card:
+                    assert _may_peek(state, viewer, land["id"]), (viewer, land["id"], card)
+                    assert card["seen"] in ("scout", "loyalty", "spy", "corruption", "big_brother")
+        faceless = [c for c in _cards_in(view["battles"]) if "id" not in c]
+        assert not faceless, faceless
+        # the joker is seen by others only at the final
+        for battle in view["battles"]:
+            for part in battle["participants"]:
+                if part["seat"] != viewer and part["hand"] and "category" not in part:
+                    assert not any("joker" in c for c in part["hand"]), (viewer, battle["land"])
+        for event in events:
+            if event.type == "special_seen":
+                assert event.audience == frozenset({event.data["seat"]})
+
+
+@pytest.mark.parametrize("seats,n", [(2, 0), (3, 1), (4, 2), (2, 3), (3, 4), (4, 5)])
+def test_5_no_hidden_card_reaches_a_viewer_with_every_special_in_play(seats, n):
+    from app.games.conquest import SPECIALS
+
+    loadouts = [list(SPECIALS)] * seats
+    bots = [RandomBot(n * 10 + k, special_chance=0.4) if k % 2 else SensibleBot(n * 10 + k, samples=10)
+            for k in range(seats)]
+    used = set()
+
+    def check(state, seat, action, events):
+        if action.get("type") == "special":
+            used.add(action["special"])
+        _leak_check_specials(state, seat, action, events)
+
+    final = play(seats, b"leak-specials-%d" % n, bots, on_step=check,
+                 options={"loadouts": loadouts, "max_rounds": 10, "starting_mana": 60})
+    assert GAME.outcome(final) is not None
+    assert len(used) >= 12, used  # the bots did play (nearly) every special

@@ -2,6 +2,10 @@
 // community cards and hands, and the controls of each simultaneous phase: orders (attack), defence,
 // assign (pool cards to hands), turn/river decisions (stay or fold). Everything shown comes from the
 // server's view; face-down cards are drawn as backs because that is all the server sends.
+// Specials (rules section 5): activate buttons with their costs for the seat's loadout, flops and
+// hands seen through a special marked "seen" (only in that seat's view: the server sends them to it
+// alone), shields on tables, the joker (the owner's mark before the final, the card it became at the
+// final) and double_hand's kept cards.
 import { h, s, replace, seatColour, words } from "../dom.js";
 import { hexCentre, hexPoints, viewBoxOf } from "../hex.js";
 
@@ -29,14 +33,44 @@ export function cardName(c) {
 export function pokerCard(c, { onClick = null, chosen = false, small = false, title = "" } = {}) {
   const open = c && c.card;
   const red = open && (c.card[1] === "h" || c.card[1] === "d");
+  const joker = c?.joker;
   const cls = ["pcard", open ? "" : "back", red ? "red" : "", c?.hidden && open ? "hidden-card" : "", chosen ? "chosen" : "",
-    small ? "small" : "", onClick ? "" : "static"].join(" ");
+    small ? "small" : "", onClick ? "" : "static", c?.seen ? "seen" : "", joker ? "joker" : "", c?.counted ? "counted" : ""].join(" ");
+  let tip = title || (open ? (c.hidden ? `${cardName(c)} — hidden from the players` : cardName(c)) : "face down");
+  if (open && c.seen) tip = `${cardName(c)} — seen through your ${words(c.seen)}`;
+  if (joker) tip += joker === true ? " — your joker (others see it at the final)" : ` — joker, became ${cardName({ card: joker })}`;
+  if (c?.counted) tip += " — counted at the final";
+  const data = {};
+  if (c?.id) data.card = c.id;
+  if (c?.seen) data.seen = c.seen;
+  if (joker) data.joker = joker === true ? "yes" : joker;
   return h(onClick ? "button" : "span", {
-    class: cls, type: onClick ? "button" : undefined, dataset: c?.id ? { card: c.id } : undefined,
-    title: title || (open ? (c.hidden ? `${cardName(c)} — hidden from the players` : cardName(c)) : "face down"),
+    class: cls, type: onClick ? "button" : undefined, dataset: data,
+    title: tip,
     on: onClick ? { click: onClick } : undefined,
-  }, open ? [h("span.rank", rankText(c.card)), h("span.suit", SUITS[c.card[1]] || "")] : h("span.rank", ""));
+  }, open ? [h("span.rank", rankText(c.card)), h("span.suit", SUITS[c.card[1]] || ""),
+    joker ? h("span.joker-mark", joker === true ? "★" : `★${cardName({ card: joker })}`) : null,
+    c.seen ? h("span.seen-mark", "◉") : null] : h("span.rank", ""));
 }
+
+/** What a special does, for buttons and tooltips (the server's SPECIAL_DESCRIPTIONS say the same). */
+const SPECIAL_HELP = {
+  shield: "put 1-10 mana on the selected land of yours: others pay that much more to attack or scout it",
+  scout: "see the selected table's face-down flop",
+  loyalty: "see the flops of your own tables",
+  spy: "see the flops of neutral lands",
+  corruption: "see the flops of other players' lands (not shielded ones)",
+  big_brother: "see every table's flop",
+  read_hand: "see the hands of players attacking your tables",
+  hound: "see the neutral's hand in your battles",
+  joker: "once per battle, turn a card of your hand into a joker: the best card at the final",
+  double_hand: "4 cards a hand; the best 2 count (choose at the river)",
+  double_set: "4 pool cards per attacked table; the extra cards burn",
+  double_income: "the selected land of yours yields 2 mana",
+  full_double_income: "all your lands yield 2 mana",
+  insurance: "lose at the final: get your stake back",
+  free_fold: "a fold returns your whole stake",
+};
 
 function shield(x, y, colour) {
   return s("path", { d: `M${x - 7},${y - 8} h14 v6 c0,6 -4,9 -7,11 c-3,-2 -7,-5 -7,-11 z`, fill: colour, stroke: "#10141b", "stroke-width": 1.2 });
@@ -51,6 +85,8 @@ export function createBoard(ctx) {
   let defend = new Set();
   let folds = new Set();
   let assign = {}; // land -> [token, token]
+  let keep = {}; // land -> [token, token]: double_hand's 2 of 4 at the river
+  let shieldSize = 2;
   let focusLand = null;
   let selected = null; // land shown in detail
   let busy = false;
@@ -83,6 +119,7 @@ export function createBoard(ctx) {
     orders = new Set(sub?.type === "orders" ? sub.attack : []);
     defend = new Set(sub?.type === "defend" ? sub.lands : []);
     folds = new Set(sub?.type === "decide" ? sub.folds : []);
+    keep = sub?.type === "decide" && sub.keep ? Object.fromEntries(Object.entries(sub.keep).map(([l, c]) => [l, [...c]])) : {};
     assign = {};
     if (sub?.type === "assign") {
       for (const [land, cards] of Object.entries(sub.hands)) assign[land] = [...cards];
@@ -146,7 +183,9 @@ export function createBoard(ctx) {
       land.flop.forEach((c, k) => {
         const x = cx - 30 + k * 21, y = cy - 17;
         const open = !!c.card;
-        g.append(s("rect", { class: `mini-card ${open ? "open" : "down"}${c.hidden && open ? " hidden" : ""}`, x, y, width: 18, height: 25, rx: 3 }));
+        g.append(s("rect", { class: `mini-card ${open ? "open" : "down"}${c.hidden && open ? " hidden" : ""}${c.seen ? " seen" : ""}`,
+          x, y, width: 18, height: 25, rx: 3, dataset: c.seen ? { seen: c.seen } : undefined },
+        c.seen ? s("title", `seen through your ${words(c.seen)}: only you see this flop`) : null));
         if (open) {
           const red = c.card[1] === "h" || c.card[1] === "d";
           g.append(s("text", { class: `mini-text${red ? " red" : ""}`, x: x + 9, y: y + 11, "text-anchor": "middle" }, rankText(c.card)),
@@ -160,6 +199,12 @@ export function createBoard(ctx) {
       });
       if (attackers.length) g.append(s("text.flags", { x: cx + 8 * attackers.length + 6, y: cy + 26 }, "⚔"));
       if (defended.has(land.id)) g.append(shield(cx - 8 * attackers.length - 14, cy + 22, ownerColour(land.owner)));
+      if (land.shield) {
+        g.append(s("g.table-shield", { dataset: { shield: land.shield } },
+          s("title", `shielded: others pay ${land.shield} more mana to attack or scout it`),
+          shield(cx + 28, cy - 28, "#d9b44a"), s("text.shield-n", { x: cx + 28, y: cy - 22, "text-anchor": "middle" }, String(land.shield))));
+      }
+      if (land.flop.some((c) => c.seen)) g.append(s("text.seen-eye", { x: cx + 36, y: cy - 4, "text-anchor": "middle" }, "◉"));
       if (battle && battle.stage !== "done") g.append(s("text.stage", { x: cx, y: cy + 42, "text-anchor": "middle" }, words(battle.stage)));
       cells.push(g);
       let ring = null;
@@ -174,7 +219,7 @@ export function createBoard(ctx) {
     replace(legend, view.seats.map((st) => h("span.legend-item", { class: st.eliminated ? "out" : "" },
       h("span.swatch", { style: { background: seatColour(st.seat) } }), `${name(st.seat)}${st.seat === me() ? " (you)" : ""}`)),
     h("span.legend-item", h("span.swatch", { style: { background: NEUTRAL_COLOUR } }), "neutral"),
-    h("span.legend-hint", "each land holds a table: its flop lies face down until a battle starts there · ⚑ start land · dots: attackers · shield: defended"));
+    h("span.legend-hint", "each land holds a table: its flop lies face down until a battle starts there · ⚑ start land · dots: attackers · shield: defended · gold shield: a special's shield · ◉ seen through your special"));
   }
 
   function onLandClick(id) {
@@ -222,6 +267,12 @@ export function createBoard(ctx) {
     if (you) {
       out.push(h("div.you-line", h("strong", `${you.mana} mana`), ` · ${view.seats[you.seat].tables} of ${view.tables_to_win} tables to win`));
     }
+    if (view.seats.some((st) => st.specials?.length)) {
+      out.push(h("div.specials-public.small", h("span.muted", "Specials in play: "),
+        view.seats.filter((st) => st.specials?.length).map((st) => h("span.tag", { dataset: { seat: st.seat } },
+          `${name(st.seat)}: ${st.specials.map(words).join(", ")}${st.double_income_land !== null && st.double_income_land !== undefined ? ` (2× on L${st.double_income_land})` : ""}`))));
+    }
+    if (you?.loadout?.length && view.phase !== "over" && !ctx.readOnly) out.push(specialsBox(you, prompt));
     if (view.phase === "over") {
       out.push(h("p.hint", "The match is over."));
     } else if (you && prompt && !ctx.readOnly) {
@@ -251,6 +302,49 @@ export function createBoard(ctx) {
         h("li", `First to ${view.tables_to_win} tables wins; after ${view.max_rounds} rounds, most tables then most mana.`))));
     }
     replace(panel, out);
+  }
+
+  function specialsBox(you, prompt) {
+    const active = new Set(view.seats[you.seat].specials || []);
+    const land = selected;
+    const mine = land !== null && view.lands[land]?.owner === you.seat;
+    const canAct = !!prompt && !busy;  // the server takes actions only from a seat it is prompting
+    const rows = you.loadout.map((id) => {
+      const cost = you.special_costs[id];
+      let label, action = null, why = "";
+      if (id === "scout") {
+        const price = land !== null ? you.scout_costs?.[String(land)] : undefined;
+        label = land === null ? "Scout: select a land" : price === undefined ? `Scout L${land}: already seen` : `Scout L${land} (${price} mana)`;
+        if (price !== undefined) action = { type: "special", special: "scout", land };
+        if (price > you.mana) action = null;
+      } else if (id === "shield") {
+        const size = Math.max(1, Math.min(10, shieldSize));
+        label = mine ? `Shield L${land} with ${size} (${cost + size} mana)` : "Shield: select a land of yours";
+        if (mine && !view.lands[land].shield) action = { type: "special", special: "shield", land, mana: size };
+        if (cost + size > you.mana) action = null;
+      } else if (active.has(id)) {
+        label = `${words(id)}: active`;
+        why = "active";
+      } else if (id === "double_income") {
+        label = mine ? `Double income on L${land} (${cost} mana)` : "Double income: select a land of yours";
+        if (mine && cost <= you.mana) action = { type: "special", special: id, land };
+      } else {
+        label = `Activate ${words(id)} (${cost} mana)`;
+        if (cost <= you.mana) action = { type: "special", special: id };
+      }
+      return h("div.special-row", { dataset: { special: id } },
+        h("button.small.special-btn", {
+          type: "button", id: `special-${id}`, class: why, title: SPECIAL_HELP[id] || "", disabled: !canAct || !action,
+          on: { click: () => act(action) },
+        }, label),
+        id === "shield" ? h("input.shield-size", { type: "number", min: 1, max: 10, value: shieldSize, title: "shield mana",
+          on: { change: (e) => { shieldSize = Number(e.target.value) || 1; render(); } } }) : null);
+    });
+    return h("div.phase-box.specials-box#specials",
+      h("div.subhead", "Your specials"),
+      h("p.small.muted", prompt ? "Paid at once; they last to the end of the match. Select a land on the map for scout, shield and double income."
+        : "You can use them while the server is asking you something."),
+      rows);
   }
 
   function landDetail(land) {
@@ -304,28 +398,30 @@ export function createBoard(ctx) {
     if (view.phase === "assign") {
       const lands = you.battle_lands || [];
       const used = new Set(Object.values(assign).flat());
-      const complete = lands.every((land) => (assign[land] || []).length === 2);
+      const size = you.hand_size || 2;
+      const complete = lands.every((land) => (assign[land] || []).length === size);
       const byId = new Map(you.pool.map((c) => [c.id, c]));
       const place = (id) => {
         if (used.has(id)) {
           for (const land of Object.keys(assign)) assign[land] = assign[land].filter((t) => t !== id);
         } else {
-          const target = [focusLand, ...lands].find((land) => land !== null && (assign[land] || []).length < 2);
+          const target = [focusLand, ...lands].find((land) => land !== null && (assign[land] || []).length < size);
           if (target === undefined) return;
           (assign[target] ||= []).push(id);
         }
         render();
       };
       return h("div.phase-box",
-        h("div.subhead", "Assign your pool: 2 cards to each table"),
-        h("p.small.muted", "Click a pool card to put it on the highlighted table; click a placed card to take it back."),
+        h("div.subhead", `Assign your pool: ${size} cards to each table`),
+        h("p.small.muted", "Click a pool card to put it on the highlighted table; click a placed card to take it back." +
+          (you.pool.length > size * lands.length ? " Cards left in the pool burn (double set)." : "")),
         h("div.pool#pool", you.pool.map((c) => pokerCard(c, { chosen: used.has(c.id), onClick: disabled ? null : () => place(c.id) }))),
         lands.map((land) => h("div.assign-row", {
           class: focusLand === land ? "focus" : "", dataset: { land },
           on: { click: (e) => { if (e.target.closest(".pcard")) return; focusLand = land; render(); } },
         },
         h("span", `L${land}`),
-        [0, 1].map((k) => {
+        Array.from({ length: size }, (_, k) => k).map((k) => {
           const id = (assign[land] || [])[k];
           return id ? pokerCard(byId.get(id) || { id }, { onClick: disabled ? null : () => place(id) }) : h("span.pcard.slot", "+");
         }))),
@@ -334,7 +430,7 @@ export function createBoard(ctx) {
             on: { click: () => act({ type: "assign", hands: Object.fromEntries(lands.map((l) => [String(l), assign[l]])) }) } }, "Submit hands"),
           h("button.small", { type: "button", disabled, on: { click: () => {
             assign = {};
-            lands.forEach((l, i) => { assign[l] = you.pool.slice(2 * i, 2 * i + 2).map((c) => c.id); });
+            lands.forEach((l, i) => { assign[l] = you.pool.slice(size * i, size * i + size).map((c) => c.id); });
             render();
           } } }, "deal order")),
         submitted(you));
@@ -347,15 +443,38 @@ export function createBoard(ctx) {
         lands.map((land) => {
           const b = view.battles.find((x) => x.land === land);
           const mine = b?.participants.find((p) => p.seat === me());
+          const hand = mine?.hand || [];
+          const jokerFree = you.loadout?.includes("joker") && !(you.jokers || []).includes(land) &&
+            ((view.seats[you.seat].specials || []).includes("joker") || you.special_costs.joker <= you.mana);
+          const choosing = view.phase === "river" && hand.length === 4 && !folds.has(land);
+          const kept = keep[String(land)] || [];
+          const onCard = (c) => {
+            if (!choosing || disabled) return null;
+            return () => {
+              const list = kept.includes(c.id) ? kept.filter((t) => t !== c.id) : [...kept, c.id].slice(-2);
+              keep[String(land)] = list;
+              render();
+            };
+          };
           return h("div.decide-row", { dataset: { land } },
             h("strong", `L${land}`),
-            h("span.pool", (mine?.hand || []).map((c) => pokerCard(c, { small: true }))),
+            h("span.pool", hand.map((c) => pokerCard(kept.includes(c.id) ? { ...c, counted: true } : c, { small: true, onClick: onCard(c) }))),
+            choosing ? h("span.small.muted", kept.length === 2 ? "these 2 count" : "pick the 2 that count (else the best 2)") : null,
+            jokerFree && !disabled ? h("span.joker-pick", h("span.small.muted", "joker:"), hand.map((c) => h("button.small.joker-btn", {
+              type: "button", dataset: { card: c.id }, title: "turn this card into a joker",
+              on: { click: () => act({ type: "special", special: "joker", land, card: c.id }) },
+            }, cardName(c)))) : null,
             h("button.small", { type: "button", class: folds.has(land) ? "on fold" : "", disabled,
               on: { click: () => { folds.has(land) ? folds.delete(land) : folds.add(land); render(); } } },
             folds.has(land) ? "fold" : "stay"));
         }),
         h("button#submit-decide.primary", { type: "button", disabled,
-          on: { click: () => act({ type: "decide", folds: [...folds].sort((a, b) => a - b) }) } },
+          on: { click: () => {
+            const action = { type: "decide", folds: [...folds].sort((a, b) => a - b) };
+            const chosen = Object.entries(keep).filter(([l, c]) => c.length === 2 && lands.includes(Number(l)) && !folds.has(Number(l)));
+            if (view.phase === "river" && chosen.length) action.keep = Object.fromEntries(chosen);
+            act(action);
+          } } },
         folds.size ? `Fold ${folds.size}, stay on the rest` : "Stay everywhere"),
         submitted(you));
     }
@@ -438,6 +557,12 @@ export function describe(ev, nameOf) {
       return { text: "Income: " + ev.tables.map((t, seat) => `${name(seat)} +${t}`).join(", "), kind: "minor" };
     case "match_over":
       return { text: `Match over (${words(ev.reason)})`, kind: "big" };
+    case "special_used":
+      return { text: `${name(ev.seat)} used ${words(ev.special)}` + (ev.shield ? ` (${ev.shield} on L${ev.land})` : ev.land !== undefined ? ` on L${ev.land}` : "") +
+        ` · ${ev.cost} mana`, seat: ev.seat };
+    case "special_seen":
+      return { text: ev.flop ? `Your scout: L${ev.land} flop ${ev.flop.map((c) => cardName({ card: c })).join(" ")}` : `Your joker is set on L${ev.land}`,
+        seat: ev.seat, kind: "minor" };
     default:
       return { text: words(ev.type), kind: "minor" };
   }
