@@ -81,10 +81,13 @@ class WalletRepository:
 
     async def wallet(self, player_id: str) -> dict[str, Any]:
         """``{"crystals", "next_spin_seed_hash"}`` (the secret next seed is not returned)."""
-        await self.ensure_wallet(player_id)
+        query = select(wallets_t.c.crystals, wallets_t.c.next_spin_seed_hash).where(wallets_t.c.player_id == player_id)
         async with self.engine.connect() as conn:
-            row = (await conn.execute(select(wallets_t.c.crystals, wallets_t.c.next_spin_seed_hash)
-                                      .where(wallets_t.c.player_id == player_id))).one()
+            row = (await conn.execute(query)).first()
+        if row is None:  # the first look: make the wallet (a read does not write after that)
+            await self.ensure_wallet(player_id)
+            async with self.engine.connect() as conn:
+                row = (await conn.execute(query)).one()
         return {"crystals": row.crystals, "next_spin_seed_hash": row.next_spin_seed_hash}
 
     async def owned(self, player_id: str) -> dict[str, int]:
