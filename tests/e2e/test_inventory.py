@@ -206,7 +206,8 @@ async def test_loadouts_reach_the_match_and_count_once_per_finished_match_even_a
             inv = await host.inventory()
             return inv if {s["id"]: s["matches_left"] for s in inv["specials"]} == {"scout": 1} else None
 
-        await wait_for(counted, what="the match's specials to be counted")
+        # counted as the match ends on its node (the sweep runs only every 30 s here)
+        await wait_for(counted, timeout=10, what="the match's specials to be counted")
         # A match that ended without being settled (as if its node died first), written straight to
         # the database: a second node starting on the same database sweeps ended matches, counts
         # that one, and counts the played one no second time.
