@@ -250,7 +250,7 @@ class WalletRepository:
         two nodes, a retry or a sweep after a restart cannot count a match twice.
 
         Aborted matches are marked settled and count nothing (``docs/decisions.md``). Bot seats own
-        every special without a record and are skipped. A special already at 0 (brought to two
+        every special without a record and are skipped, as are specials the player never owned. A special already at 0 (brought to two
         matches at once with one match left) gets a use row with delta 0.
 
         Returns the number of lifetimes counted, or None if the match was settled already or has not
@@ -285,7 +285,9 @@ class WalletRepository:
                                   owned_t.c.matches_left > 0)
             .values(matches_left=owned_t.c.matches_left - 1, updated_at=now))
         left = (await conn.execute(select(owned_t.c.matches_left).where(
-            owned_t.c.player_id == player_id, owned_t.c.special == special))).scalar_one_or_none() or 0
+            owned_t.c.player_id == player_id, owned_t.c.special == special))).scalar_one_or_none()
+        if left is None:  # never owned (a match made with loadouts outside lobbies): nothing to count
+            return 0
         if res.rowcount != 1:
             await self._ledger(conn, player_id, special, "match_use", 0, left, ref=match_id, idem_key=key,
                                reason="already expired", now=now)

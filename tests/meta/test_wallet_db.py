@@ -17,7 +17,7 @@ from app.config import Settings
 from app.db.database import make_engine
 from app.db.migrate import upgrade
 from app.db.repo import Repository
-from app.db.wallet import CRYSTALS, InsufficientCrystals, WalletRepository
+from app.db.wallet import CRYSTALS, InsufficientCrystals, SpinContention, WalletRepository
 from tests.conftest import make_db_url
 
 STRIP = list(Settings().spin_strip)
@@ -140,6 +140,35 @@ async def test_lifetime_counts_once_per_finished_match_across_nodes_5_1_2(two_no
     assert kinds.count(("scout", "match_use", -1, match["id"])) == 1
     await assert_ledger_explains_balances(a, p1)
     await assert_ledger_explains_balances(a, p2)
+
+
+async def test_spins_that_keep_losing_the_race_change_nothing(two_nodes):
+    """With no retries, racing spins that find the commitment moved give up (503 ``busy`` over
+    REST) without taking anything; the balance is the price times the spins that went through."""
+    repo, (a, b) = two_nodes
+    pid = await new_player(repo)
+    await a.grant_crystals(pid, 20 * 12, actor="admin", reason="t")
+
+    async def one(w: WalletRepository, i: int):
+        try:
+            return await w.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed=str(i), attempts=1)
+        except SpinContention as exc:
+            return exc
+
+    results = await asyncio.gather(*(one(a if i % 2 else b, i) for i in range(12)))
+    won = sum(isinstance(r, dict) for r in results)
+    assert won >= 1 and all(isinstance(r, (dict, SpinContention)) for r in results)
+    assert (await a.wallet(pid))["crystals"] == 20 * (12 - won)
+    assert len(await a.spins(pid)) == won
+    await assert_ledger_explains_balances(a, pid)
+
+
+async def test_a_special_never_owned_counts_nothing(two_nodes):
+    repo, (a, _b) = two_nodes
+    p1 = await new_player(repo)
+    match = await _finished_match(repo, [{"player_id": p1, "name": "a", "bot": None, "loadout": ["spy"]}])
+    assert await a.settle_match(match) == 0
+    assert await a.ledger(p1) == [] and await a.owned(p1) == {}
 
 
 async def test_aborted_match_counts_nothing_but_is_settled(two_nodes):
