@@ -17,7 +17,12 @@ from app.config import Settings
 from app.db.database import make_engine
 from app.db.migrate import upgrade
 from app.db.repo import Repository
-from app.db.wallet import CRYSTALS, InsufficientCrystals, SpinContention, WalletRepository
+from app.db.wallet import (
+    CRYSTALS,
+    InsufficientCrystals,
+    SpinContention,
+    WalletRepository,
+)
 from tests.conftest import make_db_url
 
 STRIP = list(Settings().spin_strip)
