@@ -75,3 +75,34 @@ def test_pick_a_loadout_that_reaches_the_match(pages, live_server):
     match = rest(live_server, "GET", f"/matches/{match_id}", me["token"])
     assert match["options"]["loadouts"][0] == ["scout", "joker"]  # table order
     assert match["options"]["loadouts"][1]  # the bot brought some
+
+
+def test_admin_grants_crystals_from_the_console(pages, live_server):
+    """The player's inventory shows their id; an admin grants crystals and a special from the
+    console with a reason, sees the player's inventory and ledger; the player's page shows them."""
+    cid = pages.new()
+    sign_in(cid, "cid")
+    cid.click("#nav-inventory")
+    player_id = cid.inner_text("#my-player-id")
+    assert player_id == _me(cid)["player"]["id"]
+    admin = pages.new("/admin")
+    admin.fill("#admin-token", live_server.admin_token)
+    admin.click("#admin-login")
+    admin.fill("#grant-player", player_id)
+    admin.fill("#grant-amount", "70")
+    admin.fill("#grant-reason", "paid order 42")
+    admin.click("#grant-go")
+    admin.wait_for_selector("#grant-balance:text('70')")
+    admin.select_option("#grant-special", "hound")
+    admin.fill("#grant-amount", "2")
+    admin.click("#grant-go")
+    admin.wait_for_selector("#grant-result tr[data-kind='grant'] >> text=hound")
+    admin.fill("#grant-player", "nobody")
+    admin.click("#grant-go")
+    admin.wait_for_selector("#grant-result .error")
+    ledger = rest(live_server, "GET", "/players/me/ledger", _me(cid)["token"])
+    assert [(r["asset"], r["delta"], r["reason"]) for r in ledger] == [("hound", 2, "paid order 42"),
+                                                                       ("crystals", 70, "paid order 42")]
+    cid.reload()
+    cid.wait_for_selector("#crystals:text('70')")
+    cid.wait_for_selector("#owned-specials tr[data-special='hound']")

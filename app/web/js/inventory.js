@@ -2,7 +2,7 @@
 // machine (a spin you can watch: the reels run until the server's answer, then stop one by one on
 // its symbols), the spin's proof (seed hash before, seed after) and the ledger. Also the loadout
 // picker used by the lobby room.
-import { api, ApiError } from "./api.js";
+import { api, ApiError, savedPlayer } from "./api.js";
 import { h, replace, words, fmtTime, toast } from "./dom.js";
 
 // a short badge per symbol (plain letters: headless and minimal browsers often lack emoji fonts)
@@ -51,7 +51,8 @@ export async function renderInventory(root, { stillHere }) {
     h("section.card-panel",
       h("h2", "Your inventory"),
       h("p", "Crystals: ", crystals),
-      h("p.muted.small", "Crystals are granted by an admin. Specials last a number of finished Conquest matches you bring them to."),
+      h("p.muted.small", "Crystals are granted by an admin (tell them your player id: ", h("code#my-player-id", savedPlayer()?.player?.id || ""),
+        "). Specials last a number of finished Conquest matches you bring them to."),
       owned),
     h("section.card-panel",
       h("h2", "Get your special ability"),
