@@ -24,20 +24,27 @@ import time
 import timeit
 
 from app.games.base import ADMIN, SPECTATOR, CardTokens
-from app.games.conquest import GAME
+from app.games.conquest import GAME, SPECIALS
 from app.games.conquest.bots import RandomBot, SensibleBot
 
 MIXES = {
     "random": lambda seed: RandomBot(seed),
     "sensible": lambda seed: SensibleBot(seed, samples=40),
     "mixed": lambda seed: SensibleBot(seed, samples=40) if seed % 2 else RandomBot(seed),
+    # section 5: every seat brings all 15 specials (the mixed bots play them)
+    "specials": lambda seed: SensibleBot(seed, samples=40) if seed % 2 else RandomBot(seed),
 }
+
+
+def options_of(mix: str, seats: int) -> dict | None:
+    """Lobby options of a mix's matches: none, or every special in every seat's loadout."""
+    return {"loadouts": [list(SPECIALS)] * seats} if mix == "specials" else None
 
 
 def record_match(seats: int, seed: bytes, bot_seed: int, mix: str = "mixed") -> list[tuple[int, dict]]:
     """Play one bot match; return the applied (seat, action) list."""
     bots = [MIXES[mix](bot_seed + k) for k in range(seats)]
-    state = GAME.setup(seats, None, seed)
+    state = GAME.setup(seats, options_of(mix, seats), seed)
     log = []
     while GAME.outcome(state) is None:
         prompt = next(p for p in GAME.prompts(state) if not p.submitted)
@@ -53,11 +60,11 @@ def measure(matches, repeat: int) -> dict[str, float]:
     """Fastest replay of each match, summed: wall and CPU seconds, actions, tokens, setup seconds."""
     wall = cpu = setup = 0.0
     actions = tokens = 0
-    for seats, seed, log in matches:
+    for seats, seed, log, options in matches:
         fastest = fastest_cpu = fastest_setup = None
         for _ in range(repeat):
             start = time.perf_counter()
-            state = GAME.setup(seats, None, seed)
+            state = GAME.setup(seats, options, seed)
             made = time.perf_counter() - start
             first_token = state.dealt
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -90,8 +97,8 @@ def view_costs(matches) -> dict[str, list[float]]:
     after an action (cold views for every seat and one spectator, per view and in total)."""
     samples: dict[str, list[float]] = {"seat": [], "spectator": [], "admin": [], "warm": [],
                                        "fanout": [], "fanout_view": []}
-    for seats, seed, log in matches:
-        state = GAME.setup(seats, None, seed)
+    for seats, seed, log, options in matches:
+        state = GAME.setup(seats, options, seed)
         for n, (seat, action) in enumerate(log):
             state, _ = GAME.apply(state, seat, action)
             if n % 5 == 0:
@@ -121,7 +128,7 @@ def main() -> None:
         for i in range(args.matches):
             seats = 2 + i % 3
             seed = b"bench-%s-%d" % (mix.encode(), i)
-            matches.append((seats, seed, record_match(seats, seed, 1000 * i, mix)))
+            matches.append((seats, seed, record_match(seats, seed, 1000 * i, mix), options_of(mix, seats)))
         recorded[mix] = matches
         results[mix] = measure(matches, args.repeat)
     tokens = CardTokens(b"bench")

@@ -75,6 +75,22 @@ def _joker_action(view: dict[str, Any], prompt: dict[str, Any], rng: random.Rand
     return None
 
 
+def _affordable(view: dict[str, Any], lands: list[int]) -> list[int]:
+    """``lands`` (attack targets, in the bot's order) cut so their activations fit the seat's mana:
+    a shielded table costs N more (5.3.1.1). Unchanged without shields."""
+    extra = {land["id"]: land["shield"] for land in view["lands"]
+             if land.get("shield") and land["owner"] != view["you"]["seat"]}
+    if not extra:
+        return lands
+    out, spent = [], 0
+    for land in lands:
+        cost = 1 + extra.get(land, 0)
+        if spent + cost <= view["you"]["mana"]:
+            out.append(land)
+            spent += cost
+    return out
+
+
 def _best_two(hand: list[int], board: list[int]) -> tuple[int, int]:
     """The 2 of a 4-card hand (double_hand, 5.3.2.4) that make the best hand with a full board."""
     pairs = [(hand[i], hand[j]) for i in range(len(hand)) for j in range(i + 1, len(hand))]
@@ -146,7 +162,7 @@ class RandomBot:
         if kind == "orders":
             targets = you["attackable"]
             k = rng.randint(0, min(len(targets), you["mana"], you["max_battles"]))
-            return {"type": "orders", "attack": rng.sample(targets, k)}
+            return {"type": "orders", "attack": _affordable(view, rng.sample(targets, k))}
         if kind == "defence":
             lands = you["defendable"]
             k = rng.randint(0, min(len(lands), you["mana"], you["max_battles"] - you.get("attacks_made", 0)))
@@ -158,8 +174,8 @@ class RandomBot:
             return {"type": "assign",
                     "hands": {str(land): tokens[size * i:size * i + size] for i, land in enumerate(you["battle_lands"])}}
         if kind == "decision":
-            action = {"type": "decide",
-                      "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
+            action: dict[str, Any] = {
+                "type": "decide", "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
             if you.get("loadout") and view["phase"] == "river":  # double_hand: a random 2 of 4
                 keep = {}
                 for battle in view["battles"]:
@@ -273,7 +289,7 @@ class SensibleBot:
             return (0.0 if mana_of[owner] < 2 else 2.0, self.rng.random())
 
         targets = sorted(you["attackable"], key=priority)
-        return {"type": "orders", "attack": targets[:afford]}
+        return {"type": "orders", "attack": _affordable(view, targets[:afford])}
 
     def _defend(self, view: dict[str, Any]) -> dict[str, Any]:
         """Defend every attacked land the mana covers (defence + turn: 2 each), after keeping the

@@ -6,9 +6,12 @@ last required submission arrives (or at once when nobody has anything to decide)
     ORDERS (2.1) -> DEFENCE (2.2) -> ASSIGN (2.3) -> [turn step] TURN (3.2) -> [river step]
     RIVER (3.3) -> [final 3.6] -> end of round: victory (2.5), income (2.6) -> next round's ORDERS
 
-The places section 5 (specials) will hook into are kept as plain named steps: :func:`activation_cost`,
-:func:`defence_cost`, :func:`stage_cost`, :func:`fold_refund`, :func:`tie_refund`, :func:`land_income`
-and, for reveals, :func:`app.games.conquest.view.flop_visible`.
+Section 5 (specials) acts through plain named steps: :func:`activation_cost` (shields),
+:func:`defence_cost`, :func:`stage_cost`, :func:`fold_refund` (free_fold), :func:`tie_refund`,
+:func:`insurance_refund`, :func:`land_income` (double incomes), :func:`max_battles` (the cap of 7),
+the deal (double_hand, double_set), the final (joker, double_hand) and, for reveals,
+:func:`app.games.conquest.view.flop_seen` / :func:`~app.games.conquest.view.hand_seen`; the
+``special`` action itself is :func:`_apply_special`.
 """
 from __future__ import annotations
 
@@ -552,7 +555,7 @@ def _validate_assign(state: State, seat: int, action: Mapping[str, Any]) -> tupl
     return tuple(sorted(chosen.items()))
 
 
-def _validate_decide(state: State, seat: int, action: Mapping[str, Any]) -> tuple[int, ...]:
+def _validate_decide(state: State, seat: int, action: Mapping[str, Any]) -> Any:
     """{"type": "decide", "folds": [land, ...]}: fold on those tables, stay on the others (3.2–3.4).
     Code: ``not_in_battle`` for a land where the seat has no live hand at this stage."""
     lands = _land_list(action.get("folds"), state, "folds")
@@ -964,7 +967,7 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
     if NEUTRAL in ranks and not hands[NEUTRAL][0][1]:  # shown for the first time: it gets its tokens now
         hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hands[NEUTRAL])
     category = poker.category
-    shown = [
+    shown: list[dict[str, Any]] = [
         {"seat": _who(seat), "cards": [{"id": token, "card": _NAMES[card]} for card, token in hands[seat]],
          "category": category(ranks[seat])}
         for seat in live]
@@ -1111,7 +1114,7 @@ def _special_rank(battle: Battle, seat: int, board: tuple[int, ...]) -> int:
     else:
         pairs = [(hand[i], hand[j]) for i in range(len(hand)) for j in range(i + 1, len(hand))]
     joker = battle.jokers.get(seat)
-    best = None
+    best: tuple[int, tuple[Dealt, ...], int | None] | None = None
     for pair in pairs:
         if joker is not None and (pair[0][1] == joker or pair[1][1] == joker):
             other = pair[1][0] if pair[0][1] == joker else pair[0][0]
@@ -1127,12 +1130,12 @@ def _special_rank(battle: Battle, seat: int, board: tuple[int, ...]) -> int:
             if best is None or rank < best[0]:
                 best = (rank, pair, None)
     assert best is not None
-    rank, pair, card = best
+    best_rank, best_pair, became = best
     if len(hand) != 2:
-        battle.kept = {**battle.kept, seat: pair}
-    if card is not None:
-        battle.joker_cards = {**battle.joker_cards, seat: card}
-    return rank
+        battle.kept = {**battle.kept, seat: best_pair}
+    if became is not None:
+        battle.joker_cards = {**battle.joker_cards, seat: became}
+    return best_rank
 
 
 def _mark_final_hand(battle: Battle, seat: int, cards: list[dict[str, Any]]) -> None:
@@ -1189,7 +1192,7 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
     public: dict[str, Any] = {"seat": seat, "special": special}
     private: dict[str, Any] | None = None
     change = None  # a function applying the effect to the new state
-    land = action.get("land")
+    land: Any = action.get("land")
     if special in ("shield", "scout", "double_income") or (special == "joker" and land is not None):
         if type(land) is not int:
             raise IllegalAction("malformed_action", "'land' must be a land id")
@@ -1271,7 +1274,8 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
                 battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hand)
     public["cost"] = price
     public["mana"] = list(st.mana)
-    events.append(Event("special_used", public))
+    if not (special == "joker" and land is not None and price == 0):  # a joker set is private (5.3.2.3)
+        events.append(Event("special_used", public))
     if private is not None:
         events.append(Event("special_seen", {"seat": seat, "special": special, **private}, frozenset((seat,))))
     return st, events

@@ -15,8 +15,8 @@ Every other special costs its amount once, when activated, and lasts to the end 
 """
 from __future__ import annotations
 
-from types import MappingProxyType
 from collections.abc import Mapping
+from types import MappingProxyType
 
 #: The 15 special ids in the order of the rules table (conquest.md section 5).
 SPECIALS: tuple[str, ...] = (

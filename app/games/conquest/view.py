@@ -154,6 +154,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
     specials = bool(battle.jokers or battle.kept or state.active)
     for seat in battle.seats:
         hand = hands.get(seat)
+        shown: list[dict[str, Any]] | None
         if hand is None:
             shown = None
         elif admin:  # every card, those hidden from spectators marked so (4.2)
@@ -165,8 +166,8 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
             if specials and seat != viewer and seat not in finalists:
                 reason = hand_seen(state, battle, seat, viewer)
-                for entry in shown:
-                    entry["seen"] = reason
+                for seen_card in shown:
+                    seen_card["seen"] = reason
         else:
             shown = [{"hidden": True} for _ in hand]
         if specials and shown is not None:
@@ -176,6 +177,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
                 for entry in shown:
                     if entry.get("id") == battle.jokers[seat]:
                         entry["joker"] = True
+        entry: dict[str, Any]
         if seat == NEUTRAL:
             entry = {"seat": "neutral", "role": "neutral", "status": battle.status[seat], "hand": shown}
         else:
@@ -310,7 +312,7 @@ def view(state: State, viewer: int) -> dict[str, Any]:
     docs/games/conquest.md, "View"). Read-only: parts are shared between views (module docstring)."""
     admin = viewer == ADMIN
     memo = state.view_memo
-    key = ("lands", admin)
+    key: Any = ("lands", admin)
     lands = memo.get(key)
     if lands is None:
         lands = memo[key] = _lands(state, admin)

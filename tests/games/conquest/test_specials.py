@@ -9,8 +9,16 @@ from app.games.conquest import GAME, SPECIALS
 from app.games.conquest.poker import card_name
 from app.games.conquest.state import ASSIGN, NEUTRAL, ORDERS, RIVER, TURN
 
-from .support import assert_illegal, decide, events_json, finish_phase, orders, position, prompt_of
-from .test_battle import A, B, BOARD, N1, N2, duel
+from .support import (
+    assert_illegal,
+    decide,
+    events_json,
+    finish_phase,
+    orders,
+    position,
+    prompt_of,
+)
+from .test_battle import BOARD, N1, N2, A, B, duel
 
 ALL = list(SPECIALS)
 BOTH = {"loadouts": [ALL, ALL]}
@@ -209,6 +217,7 @@ def test_5_3_2_3_joker_becomes_the_best_card_at_the_final_seen_by_others_only_th
     assert state.mana[0] == 8 - 6
     assert any(e.type == "special_seen" and e.audience == frozenset({0}) for e in events)
     assert joker not in events_json(events, 1)
+    assert '"land"' not in events_json(events, 1)  # the public learns the joker was bought, not where
     mine = hand_of(GAME.view(state, 0), B, 0)
     assert mine[0] == {"id": joker, "card": "2c", "joker": True}
     for viewer in (1, SPECTATOR):
@@ -382,3 +391,100 @@ def test_5_sensible_bot_activates_affordable_specials_and_plays_its_joker_and_do
     assert seen[1] == []  # nothing brought, nothing used
     assert {"free_fold", "scout", "joker", "double_hand"} <= set(seen[0]), seen[0]
     assert 0 in kept  # the best 2 of 4 chosen at the river
+
+
+def test_5_3_1_1_bots_attack_shielded_tables_only_when_they_can_pay_the_shield():
+    from app.games.conquest.bots import RandomBot, SensibleBot
+
+    from .support import wire_prompt
+
+    state = fresh(mana=[6, 20])
+    state, _ = use(state, 1, "shield", land=B, mana=10)
+    for bot in [SensibleBot(1, samples=5)] + [RandomBot(seed, special_chance=0) for seed in range(30)]:
+        action = bot.decide(GAME.view(state, 0), wire_prompt(prompt_of(state, 0)))
+        assert action["type"] == "orders"
+        GAME.apply(state, 0, action)  # never not_enough_mana
+        assert B not in action["attack"]
+
+
+# ---- the contract with specials: bad input, purity, determinism ----------------------------------
+
+def _junk_special(rng, state) -> dict:
+    from .test_contract import _JUNK
+
+    action = {"type": rng.choice(["special", "special", "special", "decide"])}
+    if action["type"] == "decide":
+        action["folds"] = []
+        tokens = [d[1] for b in state.battles.values() for hand in b.hands.values() for d in hand] or ["zz"]
+        action["keep"] = rng.choice(_JUNK + [{str(land): rng.sample(tokens, min(len(tokens), rng.randrange(0, 4)))
+                                              for land in rng.sample(range(state.board.size), 2)}])
+        return action
+    action["special"] = rng.choice(ALL + [None, 3, "", "scout ", ["scout"]])
+    for field in ("land", "mana", "card"):
+        if rng.random() < 0.7:
+            value = rng.choice(_JUNK + list(range(-2, state.board.size + 2)))
+            if field == "card" and rng.random() < 0.5:
+                tokens = [d[1] for b in state.battles.values() for hand in b.hands.values() for d in hand] or ["zz"]
+                value = rng.choice(tokens)
+            action[field] = value
+    return action
+
+
+def test_5_fuzz_special_actions_only_illegal_action_and_state_unchanged():
+    import random
+
+    from app.games.base import IllegalAction
+    from app.games.conquest.bots import RandomBot
+
+    from .support import snapshot, wire_prompt
+
+    rng = random.Random(12)
+    bots = [RandomBot(5, special_chance=0.3), RandomBot(6, special_chance=0.3), RandomBot(7)]
+    state = GAME.setup(3, {"loadouts": [ALL, ALL[:7], []], "starting_mana": 30, "max_rounds": 6}, b"fuzz-specials")
+    tried = accepted = 0
+    while GAME.outcome(state) is None:
+        before = snapshot(state)
+        for _ in range(8):
+            try:
+                GAME.apply(state, rng.choice([-1, 0, 1, 2, 3, None]), _junk_special(rng, state))
+                accepted += 1
+            except IllegalAction as exc:
+                assert exc.code and exc.code.replace("_", "").isalpha()
+            tried += 1
+        assert snapshot(state) == before  # neither a refused nor an accepted try changed it
+        prompt = next(p for p in GAME.prompts(state) if not p.submitted)
+        state, _ = GAME.apply(state, prompt.seat, bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire_prompt(prompt)))
+    assert tried > 300 and accepted > 0
+    assert_illegal(state, 0, special("loyalty"), "match_over")
+
+
+def test_5_same_seed_same_actions_same_match_with_specials_and_views_never_mutate():
+    from app.games.base import ADMIN
+    from app.games.conquest.bots import RandomBot, SensibleBot
+
+    from .support import snapshot, wire_prompt
+
+    options = {"loadouts": [ALL, ALL, ALL], "starting_mana": 40, "max_rounds": 6}
+    bots = [RandomBot(1, special_chance=0.4), SensibleBot(2, samples=10), RandomBot(3, special_chance=0.4)]
+    state = GAME.setup(3, options, b"determinism-specials")
+    log = []
+    while GAME.outcome(state) is None:
+        prompt = next(p for p in GAME.prompts(state) if not p.submitted)
+        action = bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire_prompt(prompt))
+        before = snapshot(state)
+        new, _ = GAME.apply(state, prompt.seat, action)
+        for viewer in (0, 1, 2, SPECTATOR, ADMIN):
+            GAME.view(state, viewer)
+        assert snapshot(state) == before  # apply and view never change their input
+        log.append((prompt.seat, action))
+        state = new
+    assert any(action["type"] == "special" for _, action in log)
+    runs = []
+    for _ in range(2):
+        replay = GAME.setup(3, options, b"determinism-specials")
+        trail = []
+        for seat, action in log:
+            replay, events = GAME.apply(replay, seat, action)
+            trail.append(json.dumps([(e.to_wire(), sorted(e.audience or ())) for e in events], sort_keys=True))
+        runs.append((snapshot(replay), trail, json.dumps(GAME.view(replay, ADMIN))))
+    assert runs[0] == runs[1] and runs[0][0] == snapshot(state)

@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.games.conquest import DEFAULT_SPECIAL_COSTS, GAME, SPECIAL_DESCRIPTIONS, SPECIALS, Options
+from app.games.conquest import (
+    DEFAULT_SPECIAL_COSTS,
+    GAME,
+    SPECIAL_DESCRIPTIONS,
+    SPECIALS,
+    Options,
+)
 
 
 def test_5_specials_table_ids_costs_and_descriptions() -> None:
