@@ -60,6 +60,18 @@ class Settings(BaseSettings):
     bot_delay_seconds: float = Field(0.0, ge=0)
     log_level: str = "info"
 
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        """Accept the usual sync spellings and name the async driver: ``postgresql://`` and
+        ``postgres://`` become ``postgresql+asyncpg://``, ``sqlite://`` becomes ``sqlite+aiosqlite://``."""
+        url = url.strip()
+        for plain, async_ in (("postgresql://", "postgresql+asyncpg://"), ("postgres://", "postgresql+asyncpg://"),
+                              ("sqlite://", "sqlite+aiosqlite://")):
+            if url.startswith(plain):
+                return async_ + url[len(plain):]
+        return url
+
     # -- the meta-game of Hold'em Conquest (conquest.md 5; docs/operations.md "Meta-game") ----------
     #: Crystals one slot machine spin costs (seed §5.2.4: 20 cents at the cheapest purchase rate;
     #: the default assumes 100 crystals a dollar).

@@ -1,10 +1,23 @@
-"""Errors as JSON ``{code, message}`` with a proper status code, for every route."""
+"""Errors as JSON ``{code, message}`` with a proper status code, for every route; the guard that
+refuses text no database can store before any route sees it; the ``responses=`` documentation of
+each route's error answers."""
 from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.api.schemas import Error
+
+log = logging.getLogger("bannerfall.api")
 
 
 class ApiError(Exception):
@@ -19,18 +32,80 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} not found")
 
 
+#: what each documented error status means, for the OpenAPI document
+_DESCRIPTIONS = {
+    400: "Bad request",
+    401: "`unauthorized`: missing or unknown bearer token",
+    403: "`forbidden` (admins only) or `not_host`",
+    404: "`not_found` or `unknown_game`",
+    409: "the lobby's state refuses it: `lobby_not_open`, `no_free_seat`, `not_seated`, `seats_empty`, "
+         "`replay_mismatch`, or the match's rules (`IllegalAction` codes)",
+    422: "`invalid_request` (shape or type, with `details`), `invalid_text` (NUL or lone surrogate in a "
+         "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`",
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: each status answered with the :class:`Error` model. 422 is always
+    included (every route validates its path, query and body)."""
+    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 422})}
+
+
+def _has_nul(scope: Scope) -> bool:
+    if "\x00" in scope.get("path", ""):
+        return True
+    query: bytes = scope.get("query_string", b"")
+    return b"\x00" in query or b"\x00" in unquote_to_bytes(query)
+
+
+class TextGuard:
+    """Outer ASGI layer for HTTP: a NUL (raw or ``%00``) anywhere in the path or the query string is
+    answered ``422 invalid_text`` before routing, so no path or query parameter of any route (or the
+    static pages) can carry one to the database or the file system. Sockets pass through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _has_nul(scope):
+            body = json.dumps({"code": "invalid_text",
+                               "message": "NUL characters (U+0000) are not allowed in the path or query"}).encode()
+            await send({"type": "http.response.start", "status": 422,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def _data_error(exc: DBAPIError) -> bool:
+    """Whether the database refused a value itself (SQLSTATE class 22, "data exception": NUL or bad
+    encoding, numeric out of range), or the driver refused to encode it."""
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None) or ""
+    cause = getattr(orig, "__cause__", None)
+    name = type(cause).__name__ if cause is not None else ""
+    return str(state).startswith("22") or name == "DataError"
+
+
 def install(app: FastAPI) -> None:
+    app.add_middleware(TextGuard)
+
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse({"code": exc.code, "message": exc.message}, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
+        errors = exc.errors()
+        details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in errors]
         first = details[0] if details else {"loc": [], "msg": "invalid request"}
+        # our Text check, or pydantic's JSON parser refusing a lone surrogate escape ("\ud800")
+        text = [d for d, e in zip(details, errors, strict=True) if e.get("type") in ("invalid_text", "string_unicode")]
+        code = "invalid_text" if text else "invalid_request"
+        shown = text[0] if text else first
         return JSONResponse(
-            {"code": "invalid_request", "message": f"{'.'.join(map(str, first['loc']))}: {first['msg']}",
-             "details": details},
+            {"code": code, "message": f"{'.'.join(map(str, shown['loc']))}: {shown['msg']}", "details": details},
             status_code=422,
         )
 
@@ -39,3 +114,18 @@ def install(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
             exc.status_code, "http_error")
         return JSONResponse({"code": code, "message": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        # A backstop: input is checked before it reaches the database; a value the database still
+        # refuses is the client's (422), anything else is ours (500, logged without parameters).
+        if _data_error(exc):
+            log.warning("database refused a value on %s %s: %s", request.method, request.url.path,
+                        type(exc.orig).__name__)
+            return JSONResponse({"code": "invalid_value", "message": "a value cannot be stored"}, status_code=422)
+        log.error("database error on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
+        return JSONResponse({"code": "internal_error", "message": "internal error"}, status_code=500)
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, _exc: Exception) -> JSONResponse:
+        return JSONResponse({"code": "internal_error", "message": "internal error"}, status_code=500)

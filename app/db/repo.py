@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player
 
@@ -18,6 +20,19 @@ actions_t = MatchAction.__table__
 
 def _row(r) -> dict[str, Any] | None:
     return dict(r._mapping) if r is not None else None
+
+
+class LobbyRefused(LookupError):
+    """A lobby change refused by the lobby's state, decided under the lobby's lock.
+
+    ``code``: ``not_found`` (no such lobby), ``lobby_not_open`` (started or closed), ``bad_seat``
+    (no such seat number), ``no_free_seat``, ``not_seated``, ``seats_empty`` (start with a free seat).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class Repository:
@@ -77,7 +92,8 @@ class Repository:
         lobby["seats"] = [dict(s._mapping) for s in seats]
         return lobby
 
-    async def lobbies(self, status: str | None = "open", game: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    async def lobbies(self, status: str | None = "open", game: str | None = None,
+                      limit: int = 100) -> list[dict[str, Any]]:
         q = select(lobbies_t).order_by(lobbies_t.c.created_at.desc()).limit(limit)
         if status:
             q = q.where(lobbies_t.c.status == status)
@@ -98,24 +114,129 @@ class Repository:
             r["seats"] = by_lobby.get(r["id"], [])
         return rows
 
-    async def set_seat(self, lobby_id: str, seat: int, player_id: str | None, bot: str | None,
-                       *, only_if_empty: bool) -> bool:
-        """Fill or clear one seat; with ``only_if_empty`` the update is conditional (no race between
-        two joiners). Returns whether a row changed."""
-        q = update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat)
-        if only_if_empty:
-            q = q.where(seats_t.c.player_id.is_(None), seats_t.c.bot.is_(None))
-        async with self.engine.begin() as conn:
-            res = await conn.execute(q.values(player_id=player_id, bot=bot))
-        return res.rowcount == 1
+    @asynccontextmanager
+    async def _locked_open_lobby(self, lobby_id: str) -> AsyncIterator[tuple[AsyncConnection, dict[str, Any]]]:
+        """One transaction holding the lobby's row lock, for a lobby that is ``open`` in it.
 
-    async def set_lobby_status(self, lobby_id: str, status: str, *, expect: str,
-                               match_id: str | None = None) -> bool:
+        The first statement is a conditional ``UPDATE lobbies … WHERE status = 'open'`` (a no-op
+        change): on Postgres it takes the row lock (a concurrent one waits, then re-checks the status),
+        on SQLite it takes the database's write lock before anything is read, so every join, leave,
+        bot fill and start of one lobby is serialised and sees the status it acts on.
+        Raises :class:`LobbyRefused` ``not_found`` or ``lobby_not_open``.
+        """
         async with self.engine.begin() as conn:
             res = await conn.execute(
-                update(lobbies_t).where(lobbies_t.c.id == lobby_id, lobbies_t.c.status == expect)
-                .values(status=status, match_id=match_id))
-        return res.rowcount == 1
+                update(lobbies_t).where(lobbies_t.c.id == lobby_id, lobbies_t.c.status == "open")
+                .values(status=lobbies_t.c.status))
+            if res.rowcount != 1:
+                r = (await conn.execute(select(lobbies_t.c.status).where(lobbies_t.c.id == lobby_id))).first()
+                if r is None:
+                    raise LobbyRefused("not_found", "lobby not found")
+                raise LobbyRefused("lobby_not_open", f"the lobby is {r.status}")
+            lobby = await self._lobby_in(conn, lobby_id)
+            assert lobby is not None  # locked and open just above
+            yield conn, lobby
+
+    @staticmethod
+    async def _lobby_in(conn: AsyncConnection, lobby_id: str) -> dict[str, Any] | None:
+        r = (await conn.execute(select(lobbies_t).where(lobbies_t.c.id == lobby_id))).first()
+        if r is None:
+            return None
+        lobby = dict(r._mapping)
+        seats = (await conn.execute(
+            select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
+        lobby["seats"] = [dict(s._mapping) for s in seats]
+        return lobby
+
+    async def join_lobby(self, lobby_id: str, player_id: str, seat: int | None = None) -> dict[str, Any]:
+        """Seat ``player_id`` (the first free seat, or ``seat``) and return the lobby as it is then.
+
+        Idempotent: a player who already holds a seat keeps it and gets the lobby unchanged (whatever
+        ``seat`` asks). One seat per player per lobby is also enforced by the unique index
+        ``uq_lobby_seats_player``. Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``,
+        ``bad_seat``, ``no_free_seat``.
+        """
+        try:
+            async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+                if any(s["player_id"] == player_id for s in lobby["seats"]):
+                    return lobby
+                if seat is not None and not 0 <= seat < lobby["seat_count"]:
+                    raise LobbyRefused("bad_seat", "no such seat")
+                free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
+                if seat is not None:
+                    free = [seat] if seat in free else []
+                if not free:
+                    raise LobbyRefused("no_free_seat", "no free seat" if seat is None else "that seat is taken")
+                await conn.execute(
+                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == free[0])
+                    .values(player_id=player_id, bot=None))
+                out = await self._lobby_in(conn, lobby_id)
+                assert out is not None
+                return out
+        except IntegrityError:
+            # The unique index refused a second seat: only possible if the lock above was bypassed
+            # (another writer); the answer is the same as for an already seated player.
+            now = await self.lobby(lobby_id)
+            if now is not None and any(s["player_id"] == player_id for s in now["seats"]):
+                return now
+            raise
+
+    async def leave_lobby(self, lobby_id: str, player_id: str) -> dict[str, Any]:
+        """Give up the player's seat; the host leaving closes the lobby. Returns the lobby as it is then.
+        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open`` (a start won the race),
+        ``not_seated``."""
+        async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+            mine = [s["seat"] for s in lobby["seats"] if s["player_id"] == player_id]
+            if not mine:
+                raise LobbyRefused("not_seated", "you have no seat in this lobby")
+            if lobby["host_id"] == player_id:
+                await conn.execute(update(lobbies_t).where(lobbies_t.c.id == lobby_id).values(status="closed"))
+            else:
+                await conn.execute(
+                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat.in_(mine))
+                    .values(player_id=None, bot=None, loadout=None))  # the next player brings their own
+            out = await self._lobby_in(conn, lobby_id)
+            assert out is not None
+            return out
+
+    async def fill_lobby_bots(self, lobby_id: str, kind: str, count: int | None,
+                              make_bot: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
+        """Fill up to ``count`` (default: all) empty seats with bots of ``kind``; ``make_bot(seat)``
+        gives each bot's player row (``id, name, role, token_hash, created_at``), inserted in the same
+        transaction. Returns the lobby as it is then. Raises :class:`LobbyRefused` ``not_found``,
+        ``lobby_not_open``."""
+        async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+            free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
+            for seat in free[: count or len(free)]:
+                bot = make_bot(seat)
+                await conn.execute(insert(players_t), bot)
+                await conn.execute(
+                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat)
+                    .values(player_id=bot["id"], bot=kind))
+            out = await self._lobby_in(conn, lobby_id)
+            assert out is not None
+            return out
+
+    async def start_lobby_match(self, lobby_id: str,
+                                build: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> dict[str, Any]:
+        """Start a lobby's match in one transaction under the lobby's lock: read the seats, call
+        ``build(seats)`` (by seat, ``{"player_id", "name", "bot"}``) for the match row, insert it and
+        mark the lobby ``started`` with its ``match_id``. A leave or join that won the race is seen
+        here; one that lost it finds the lobby started. Returns the inserted match.
+        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``, ``seats_empty``."""
+        async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+            if any(s["player_id"] is None for s in lobby["seats"]):
+                raise LobbyRefused("seats_empty", "every seat needs a player or a bot")
+            ids = [s["player_id"] for s in lobby["seats"]]
+            names = {r.id: r.name for r in (await conn.execute(
+                select(players_t.c.id, players_t.c.name).where(players_t.c.id.in_(ids)))).all()}
+            seats = [{"player_id": s["player_id"], "name": names.get(s["player_id"], ""), "bot": s["bot"]}
+                     for s in lobby["seats"]]
+            match = build(seats)
+            await conn.execute(insert(matches_t), match)
+            await conn.execute(update(lobbies_t).where(lobbies_t.c.id == lobby_id)
+                               .values(status="started", match_id=match["id"]))
+            return match
 
     # -- matches ---------------------------------------------------------------------------
     async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None) -> None:

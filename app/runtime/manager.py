@@ -232,8 +232,10 @@ class MatchManager:
     async def create_match(self, game_id: str, options: dict[str, Any], seats: list[dict[str, Any]],
                            *, lobby_id: str | None = None, seed: bytes | None = None) -> MatchRunner:
         """Start a match: a fresh 32-byte seed (its SHA-256 public), the initial state, deadlines armed.
-        ``seats``: by seat, ``{"player_id", "name", "bot"}``. Raises LookupError if the lobby was
-        started meanwhile, KeyError for an unknown game."""
+        ``seats``: by seat, ``{"player_id", "name", "bot"}``; with ``lobby_id`` they are read again
+        under the lobby's lock (``Repository.start_lobby_match``). Raises LookupError
+        (``LobbyRefused``) if the lobby is no longer open or has an empty seat, KeyError for an
+        unknown game."""
         game = registry()[game_id]
         seed = seed or secrets.token_bytes(32)
         opts = game.Options.model_validate(options)
@@ -249,7 +251,11 @@ class MatchManager:
             "status": "running", "lobby_id": lobby_id, "deadlines": {str(k): v for k, v in deadlines.items()},
             "outcome": None, "version": 0, "created_at": now, "ended_at": None,
         }
-        await self.repo.create_match(match, lobby_id=lobby_id)
+        if lobby_id is None:
+            await self.repo.create_match(match)
+        else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
+            base = match
+            match = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked})
         if self.cluster is not None:
             await self.cluster.claim(match["id"])
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,

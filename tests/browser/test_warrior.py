@@ -18,6 +18,21 @@ def test_play_warrior_against_bots(pages):
     ann.click("#add-bots")
     ann.click("#start-match:not([disabled])")
     ann.wait_for_selector("#board .mats .mat")
+    # the board says where the round is and what happens now, without opening "How to play"
+    ann.wait_for_selector("#warrior-guide li.now")
+    assert ann.locator("#warrior-guide li.now").count() == 1
+    assert "Round" in ann.inner_text("#warrior-guide") and "⚔ infantry" in ann.inner_text("#warrior-guide")
+    assert ann.locator(".mat .mat-head .tag", has_text="bot").count() == 2
+    # the "bot" badges are whole even in a narrow window
+    ann.set_viewport_size({"width": 1000, "height": 800})
+    cut = ann.evaluate("""() => [...document.querySelectorAll('#seats .tag')].filter((tag) => {
+        const r = tag.getBoundingClientRect(), box = tag.closest('li').getBoundingClientRect();
+        const name = tag.closest('.seat-name').getBoundingClientRect();
+        return tag.scrollWidth > tag.clientWidth + 1 || r.right > name.right + 1 || r.right > box.right + 1;
+      }).map((tag) => tag.textContent)""")
+    assert cut == [], cut
+    assert ann.locator("#seats .tag", has_text="bot").count() == 2
+    ann.set_viewport_size({"width": 1400, "height": 900})
 
     seen: dict[str, int] = {}
     errors: list[str] = []
@@ -84,3 +99,44 @@ def test_play_warrior_against_bots(pages):
     assert ann.locator("#standings tbody tr").count() == 3
     if not shot:
         screenshot(ann, "warrior.png", full_page=True)
+
+
+PRUNE_SCRIPT = """async () => {
+  const m = await import('/js/games/warrior.js');
+  const acts = [];
+  const board = document.createElement('div'), panel = document.createElement('div');
+  document.body.append(board, panel);
+  const ctx = { board, panel, seat: 0, readOnly: false, admin: false, name: (s) => 'p' + s, bots: [],
+                act: async (a) => { acts.push(a); return 1; } };
+  const b = m.createBoard(ctx);
+  const seat = (n, cards) => ({ seat: n, nations: cards.length ? [{ race: 'elves', size: cards.length, wizard: null,
+    symbols: { infantry: cards.length, archer: 0, knight: 0 }, cards }] : [], engines: [], attack_cards: [],
+    victory_pile: 0, hand_size: 0, submitted: false });
+  const card = (id) => ({ id, kind: 'creature', race: 'elves', symbols: { infantry: 1 } });
+  const msg = (decision, mine) => ({ status: 'running', version: 1, prompts: [{ seat: 0, kind: decision.kind, submitted: false }],
+    view: { phase: decision.kind, phase_id: 7, round: 1, seats: [seat(0, mine), seat(1, [card('t1'), card('t2')])],
+            attack: null, attack_order: [], last_siege: [], pile_size: 10, discards: [], races: [], decision } });
+  // siege: aim at t2, then t2 is destroyed by someone else's shot (same phase): the aim is dropped
+  b.update(msg({ kind: 'siege', engines: ['e1'], targets: ['t1', 't2'] }, [card('a1')]));
+  const sel = panel.querySelector('select[data-engine=e1]');
+  sel.value = 't2'; sel.dispatchEvent(new Event('change'));
+  b.update(msg({ kind: 'siege', engines: ['e1'], targets: ['t1'] }, [card('a1')]));
+  panel.querySelector('#submit-siege').click();
+  await new Promise((r) => setTimeout(r, 50));
+  // lose: pick a1 and a2, then a2 changes hands: only a1 stays chosen
+  b.update(msg({ kind: 'lose', count: 2, candidates: ['a1', 'a2'] }, [card('a1'), card('a2')]));
+  for (const btn of panel.querySelectorAll('#lose button.wcard')) btn.click();
+  b.update(msg({ kind: 'lose', count: 2, candidates: ['a1'] }, [card('a1')]));
+  const chosen = [...panel.querySelectorAll('#lose button.wcard.chosen')].map((x) => x.dataset.card);
+  const button = panel.querySelector('#submit-lose').textContent;
+  b.destroy();
+  return { acts, chosen, button };
+}"""
+
+
+def test_a_choice_does_not_stay_on_a_card_that_changed_hands(pages):
+    page = pages.new()
+    out = page.evaluate(PRUNE_SCRIPT)
+    assert out["acts"] == [{"type": "siege", "shots": []}], out
+    assert out["chosen"] == ["a1"], out
+    assert "1/2" in out["button"], out

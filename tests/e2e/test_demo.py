@@ -1,7 +1,9 @@
 """``bannerfall demo``: starts its own server, fills a lobby with bots, plays a whole match over real
-WebSockets and prints the standings (exit code 0), for every game."""
+WebSockets and prints the standings (exit code 0), for every game — in words, not debug output."""
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 
@@ -9,17 +11,29 @@ import pytest
 
 from tests.conftest import ROOT
 
+UNITS = {"provinces": "province", "conquest": "table", "warrior": "point"}
+
 
 @pytest.mark.parametrize("game,players,bot", [("provinces", 3, "smart"), ("conquest", 4, "smart"),
                                               ("warrior", 4, "smart"), ("provinces", 2, "random")])
 def test_demo_plays_a_whole_match(game, players, bot, tmp_path):
     out = subprocess.run([sys.executable, "-m", "app.cli", "demo", "--game", game, "--players", str(players),
-                          "--bot", bot], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                          "--bot", bot], cwd=tmp_path, check=False, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stderr == ""
     lines = out.stdout.splitlines()
-    assert any(l.startswith("match over after") for l in lines)
+    over = next(l for l in lines if l.startswith("match over after"))
+    assert not over.rstrip().endswith(":") and "None" not in over  # the reason, in words (Warrior too)
     standings = lines[lines.index("standings:") + 1:]
     assert len(standings) == players
-    assert standings[0].strip().startswith("1. seat")
-    assert sum(1 for l in lines if l.strip().startswith("v")) > 5  # progress was shown
+    assert standings[0].strip().startswith("1st")
+    for line in standings:
+        assert re.search(rf"\b\d+ {UNITS[game]}s?$", line), line  # integers with their unit
+        assert f"{bot}-bot-" in line and "seat" not in line  # names, not seat numbers
+    progress = [l for l in lines if l.strip().startswith("v")]
+    assert len(progress) > 5  # progress was shown
+    for debug in ("=None", "=True", "=False", "None", "{", "demo-host", "seat "):
+        assert not any(debug in l for l in progress), (debug, [l for l in progress if debug in l][:3])
+    assert "demo-host" not in out.stdout
+    assert list(tmp_path.iterdir()) == []  # the throwaway server left nothing behind

@@ -154,6 +154,14 @@ async def test_loadout_refusals_and_the_lobby_seat(server):
         assert lobby["seats"][1]["loadout"] == ["hound"]
         lobby = await guest.set_loadout(lobby["id"], [])
         assert lobby["seats"][1]["loadout"] == []
+        await guest.set_loadout(lobby["id"], ["hound"])
+        # a player who leaves takes their loadout along: the next one in that seat brings nothing of it
+        await guest.leave(lobby["id"])
+        async with await player(server.url) as third:
+            await adm.admin_grant_special((await third.me())["id"], "hound", 1)
+            lobby = await third.join(lobby["id"])
+            assert lobby["seats"][1]["player"]["id"] == (await third.me())["id"]
+            assert lobby["seats"][1]["loadout"] is None
         async with await player(server.url) as stranger:
             with pytest.raises(ApiError) as e:
                 await stranger.set_loadout(lobby["id"], [])

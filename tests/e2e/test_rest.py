@@ -45,12 +45,11 @@ async def test_lobby_lifecycle(server):
         lobby = await host.create_lobby("provinces", 3, {"turn_seconds": 30})
         assert lobby["status"] == "open" and lobby["options"]["turn_seconds"] == 30
         assert lobby["seats"][0]["player"]["name"] == "host"
-        assert lobby["id"] in [l["id"] for l in await guest.lobbies()]
+        assert lobby["id"] in [x["id"] for x in await guest.lobbies()]
         lobby = await guest.join(lobby["id"])
         assert lobby["seats"][1]["player"]["name"] == "guest"
-        with pytest.raises(ApiError) as e:
-            await guest.join(lobby["id"])
-        assert e.value.code == "already_seated"
+        again = await guest.join(lobby["id"], seat=2)  # idempotent: the seat they hold, whatever they ask
+        assert again["seats"] == lobby["seats"]
         with pytest.raises(ApiError) as e:
             await guest.start(lobby["id"])
         assert e.value.code == "not_host" and e.value.status == 403
@@ -87,6 +86,16 @@ async def test_lobby_lifecycle(server):
     ({"game": "provinces", "seats": 2, "options": {"tie_rule": "coin_flip"}}, "invalid_options", 422),
     ({"game": "provinces"}, "invalid_request", 422),
     ({"game": "provinces", "seats": "many"}, "invalid_request", 422),
+    ({"game": "provinces", "seats": "2"}, "invalid_request", 422),
+    ({"game": "provinces", "seats": 2.0}, "invalid_request", 422),
+    ({"game": "provinces", "seats": True}, "invalid_request", 422),
+    ({"game": "provinces", "seats": 2, "options": {"turn_seconds": "60"}}, "invalid_options", 422),
+    ({"game": "provinces", "seats": 2, "options": {"turn_seconds": 60.0}}, "invalid_options", 422),
+    ({"game": "conquest", "seats": 2, "options": {"phase_seconds": 2**64}}, "invalid_options", 422),
+    ({"game": "provinces", "seats": 2, "colour": "red"}, "invalid_request", 422),
+    ({"game": "provinces", "seats": 2**63}, "invalid_request", 422),
+    ({"game": "prov\u0000inces", "seats": 2}, "invalid_text", 422),
+    ({"game": "provinces", "seats": 2, "options": {"a\u0000": 1}}, "invalid_text", 422),
 ])
 async def test_bad_lobby_requests(server, body, code, status):
     async with RestClient(server.url) as c:

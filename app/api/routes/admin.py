@@ -1,23 +1,30 @@
 """Admin: list matches, read any match's full state (hidden cards marked) and log, step a replay, abort."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from app.api.deps import AdminDep, ManagerDep, RepoDep
-from app.api.errors import ApiError, not_found
+from app.api.errors import ApiError, not_found, responses
 from app.api.routes.matches import match_public
-from app.api.schemas import AbortRequest, MatchPublic
+from app.api.schemas import AbortRequest, MatchPublic, Text
 from app.games.base import ADMIN, IllegalAction
 from app.runtime.replay import ReplayMismatch, replay
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
+MatchId = Annotated[Text, Path(max_length=64, description="a match id")]
+#: the largest offset or version asked for (Postgres INTEGER range; no log is that long)
+MAX_INT = 2**31 - 1
 
-@router.get("/matches", response_model=list[MatchPublic])
-async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, status: str | None = None, game: str | None = None,
-                       limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0)) -> list[MatchPublic]:
+
+@router.get("/matches", response_model=list[MatchPublic], responses=responses(401, 403))
+async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep,
+                       status: Annotated[Text | None, Query(max_length=16)] = None,
+                       game: Annotated[Text | None, Query(max_length=32)] = None,
+                       limit: int = Query(100, ge=1, le=500),
+                       offset: int = Query(0, ge=0, le=MAX_INT)) -> list[MatchPublic]:
     rows = await repo.matches(status=status, game=game, limit=limit, offset=offset)
     out = [match_public(m) for m in rows]
     for m, row in zip(out, rows):
@@ -28,8 +35,8 @@ async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, sta
     return out
 
 
-@router.get("/matches/{match_id}")
-async def match_state(match_id: str, manager: ManagerDep, _admin: AdminDep) -> dict[str, Any]:
+@router.get("/matches/{match_id}", responses=responses(401, 403, 404))
+async def match_state(match_id: MatchId, manager: ManagerDep, _admin: AdminDep) -> dict[str, Any]:
     """The full state as the admin view (every hidden card present and marked ``"hidden": true``),
     the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players)."""
     runner = await manager.snapshot(match_id)
@@ -42,17 +49,17 @@ async def match_state(match_id: str, manager: ManagerDep, _admin: AdminDep) -> d
             if hidden else None}
 
 
-@router.get("/matches/{match_id}/log")
-async def match_log(match_id: str, repo: RepoDep, _admin: AdminDep) -> dict[str, Any]:
+@router.get("/matches/{match_id}/log", responses=responses(401, 403, 404))
+async def match_log(match_id: MatchId, repo: RepoDep, _admin: AdminDep) -> dict[str, Any]:
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
     return {"match_id": match_id, "actions": await repo.actions(match_id)}
 
 
-@router.get("/matches/{match_id}/replay")
-async def match_replay(match_id: str, repo: RepoDep, _admin: AdminDep,
-                       version: int = Query(0, ge=0)) -> dict[str, Any]:
+@router.get("/matches/{match_id}/replay", responses=responses(401, 403, 404, 409))
+async def match_replay(match_id: MatchId, repo: RepoDep, _admin: AdminDep,
+                       version: int = Query(0, ge=0, le=MAX_INT)) -> dict[str, Any]:
     """The admin view of the match as it was at ``version`` (0 = the deal), with that step's events."""
     m = await repo.match(match_id)
     if m is None:
@@ -69,8 +76,10 @@ async def match_replay(match_id: str, repo: RepoDep, _admin: AdminDep,
             "view": result.game.view(result.state, ADMIN), "events": events}
 
 
-@router.post("/matches/{match_id}/abort", response_model=MatchPublic)
-async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: AbortRequest | None = None) -> MatchPublic:
+@router.post("/matches/{match_id}/abort", response_model=MatchPublic,
+             responses=responses(401, 403, 404, 409))
+async def abort(match_id: MatchId, manager: ManagerDep, admin: AdminDep,
+                body: AbortRequest | None = None) -> MatchPublic:
     reason = (body or AbortRequest()).reason
     try:
         runner = await manager.abort(match_id, reason, admin["id"])

@@ -1,10 +1,12 @@
 """The games this server hosts, with their lobby option schemas (JSON Schema)."""
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from app.api.errors import not_found
-from app.api.schemas import GameInfo
+from fastapi import APIRouter, Path
+
+from app.api.errors import not_found, responses
+from app.api.schemas import GameInfo, Text
 from app.games import registry
 from app.runtime.bots import BOT_KINDS, bot_class
 
@@ -23,13 +25,13 @@ def game_info(game) -> GameInfo:
                     options_schema=game.Options.model_json_schema(), bot_kinds=kinds)
 
 
-@router.get("", response_model=list[GameInfo])
+@router.get("", response_model=list[GameInfo], responses=responses())
 async def list_games() -> list[GameInfo]:
     return [game_info(g) for g in registry().values()]
 
 
-@router.get("/{game_id}", response_model=GameInfo)
-async def get_game(game_id: str) -> GameInfo:
+@router.get("/{game_id}", response_model=GameInfo, responses=responses(404))
+async def get_game(game_id: Annotated[Text, Path(max_length=32)]) -> GameInfo:
     game = registry().get(game_id)
     if game is None:
         raise not_found("game")

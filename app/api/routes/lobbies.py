@@ -4,13 +4,13 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import ValidationError
 
 from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep, hash_token
-from app.api.errors import ApiError, not_found
+from app.api.errors import ApiError, not_found, responses
 from app.api.routes.inventory import WalletsDep
 from app.api.schemas import (
     BotsRequest,
@@ -19,8 +19,9 @@ from app.api.schemas import (
     LobbyPublic,
     PlayerPublic,
     SeatPublic,
+    Text,
 )
-from app.db.repo import Repository
+from app.db.repo import LobbyRefused, Repository
 from app.db.wallet import WalletRepository
 from app.games import registry
 from app.meta.loadouts import (
@@ -32,6 +33,8 @@ from app.meta.loadouts import (
 from app.runtime.bots import bot_class
 
 router = APIRouter(prefix="/lobbies", tags=["lobbies"])
+
+LobbyId = Annotated[Text, Path(max_length=64, description="a lobby id")]
 
 
 async def _checked_loadout(wallets: WalletRepository, game_id: str, loadout: list[str] | None,
@@ -56,6 +59,8 @@ async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
 
 
 async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
+    """An unlocked read, for the host check only (the host never changes); the change itself runs
+    in the repository under the lobby's lock and checks the status again there."""
     lobby = await repo.lobby(lobby_id)
     if lobby is None:
         raise not_found("lobby")
@@ -64,7 +69,7 @@ async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
     return lobby
 
 
-@router.post("", response_model=LobbyPublic, status_code=201)
+@router.post("", response_model=LobbyPublic, status_code=201, responses=responses(401, 404))
 async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wallets: WalletsDep) -> LobbyPublic:
     """Create a lobby; the host takes seat 0. Options are validated against the game's schema;
     ``loadouts``/``special_costs`` are the server's (422 ``reserved_option``); a ``loadout`` is
@@ -79,7 +84,7 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     if not game.min_seats <= body.seats <= game.max_seats:
         raise ApiError(422, "bad_seat_count", f"{game.id} takes {game.min_seats}-{game.max_seats} seats")
     try:
-        options = game.Options.model_validate(body.options).model_dump(mode="json")
+        options = game.Options.model_validate(body.options, strict=True).model_dump(mode="json")
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ApiError(422, "invalid_options",
@@ -92,59 +97,69 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     return await lobby_public(repo, await repo.lobby(lobby["id"]))
 
 
-@router.get("", response_model=list[LobbyPublic])
-async def list_lobbies(repo: RepoDep, _player: PlayerDep, game: str | None = None,
-                       status: str = Query("open", pattern="^(open|started|closed|all)$")) -> list[LobbyPublic]:
+@router.get("", response_model=list[LobbyPublic], responses=responses(401))
+async def list_lobbies(repo: RepoDep, _player: PlayerDep,
+                       game: Annotated[Text | None, Query(max_length=32)] = None,
+                       status: Literal["open", "started", "closed", "all"] = "open") -> list[LobbyPublic]:
+    """Lobbies, newest first (100 at most), by ``status`` (default ``open``) and ``game``."""
     rows = await repo.lobbies(None if status == "all" else status, game)
     return [await lobby_public(repo, r) for r in rows]
 
 
-@router.get("/{lobby_id}", response_model=LobbyPublic)
-async def get_lobby(lobby_id: str, repo: RepoDep, _player: PlayerDep) -> LobbyPublic:
+@router.get("/{lobby_id}", response_model=LobbyPublic, responses=responses(401, 404))
+async def get_lobby(lobby_id: LobbyId, repo: RepoDep, _player: PlayerDep) -> LobbyPublic:
     lobby = await repo.lobby(lobby_id)
     if lobby is None:
         raise not_found("lobby")
     return await lobby_public(repo, lobby)
 
 
-@router.post("/{lobby_id}/join", response_model=LobbyPublic)
-async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
+#: the HTTP status of each refusal decided under the lobby's lock
+_REFUSED_STATUS = {"not_found": 404, "lobby_not_open": 409, "bad_seat": 422, "no_free_seat": 409,
+                   "not_seated": 409, "seats_empty": 409}
+
+
+def _refused(exc: LobbyRefused) -> ApiError:
+    return ApiError(_REFUSED_STATUS.get(exc.code, 409), exc.code, exc.message)
+
+
+@router.post("/{lobby_id}/join", response_model=LobbyPublic, responses=responses(401, 404, 409))
+async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
                body: JoinRequest | None = None) -> LobbyPublic:
-    lobby = await _open_lobby(repo, lobby_id)
-    loadout = await _checked_loadout(wallets, lobby["game"], body.loadout if body else None, player["id"])
-    if any(s["player_id"] == player["id"] for s in lobby["seats"]):
-        raise ApiError(409, "already_seated", "you already have a seat in this lobby")
-    wanted = body.seat if body else None
-    free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
-    if wanted is not None:
-        if wanted >= lobby["seat_count"]:
-            raise ApiError(422, "bad_seat", "no such seat")
-        free = [wanted] if wanted in free else []
-    for seat in free:
-        if await repo.set_seat(lobby_id, seat, player["id"], None, only_if_empty=True):
-            if loadout:
-                await wallets.set_seat_loadout(lobby_id, seat, player["id"], loadout)
-            return await lobby_public(repo, await repo.lobby(lobby_id))
-    raise ApiError(409, "no_free_seat", "no free seat" if wanted is None else "that seat is taken")
+    """Take a seat: the first free one, or ``seat``. Idempotent: a player who already holds a seat in
+    this lobby gets ``200`` and the lobby with that seat, whatever ``seat`` asks, so parallel or
+    repeated joins all give the same answer and one seat (docs/protocol.md, "Lobbies"). Conquest:
+    ``loadout`` names owned specials to bring (422 ``special_not_owned`` etc., nothing taken)."""
+    loadout: list[str] = []
+    if body is not None and body.loadout:
+        found = await repo.lobby(lobby_id)
+        if found is not None:
+            loadout = await _checked_loadout(wallets, found["game"], body.loadout, player["id"])
+    try:
+        lobby = await repo.join_lobby(lobby_id, player["id"], body.seat if body else None)
+    except LobbyRefused as exc:
+        raise _refused(exc) from None
+    mine = next((s for s in lobby["seats"] if s["player_id"] == player["id"]), None)
+    if loadout and mine is not None and await wallets.set_seat_loadout(lobby_id, mine["seat"], player["id"], loadout):
+        lobby = await repo.lobby(lobby_id) or lobby
+    return await lobby_public(repo, lobby)
 
 
-@router.post("/{lobby_id}/leave", response_model=LobbyPublic)
-async def leave(lobby_id: str, player: PlayerDep, repo: RepoDep) -> LobbyPublic:
-    """Leave a lobby. When the host leaves, the lobby closes."""
-    lobby = await _open_lobby(repo, lobby_id)
-    mine = [s for s in lobby["seats"] if s["player_id"] == player["id"]]
-    if not mine:
-        raise ApiError(409, "not_seated", "you have no seat in this lobby")
-    if lobby["host_id"] == player["id"]:
-        await repo.set_lobby_status(lobby_id, "closed", expect="open")
-    else:
-        await repo.set_seat(lobby_id, mine[0]["seat"], None, None, only_if_empty=False)
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+@router.post("/{lobby_id}/leave", response_model=LobbyPublic, responses=responses(401, 404, 409))
+async def leave(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep) -> LobbyPublic:
+    """Leave a lobby. When the host leaves, the lobby closes. A leave that loses a race with
+    ``start`` gets ``409 lobby_not_open`` and the player keeps the seat the match gave them."""
+    try:
+        lobby = await repo.leave_lobby(lobby_id, player["id"])
+    except LobbyRefused as exc:
+        raise _refused(exc) from None
+    return await lobby_public(repo, lobby)
 
 
-@router.post("/{lobby_id}/bots", response_model=LobbyPublic)
-async def fill_bots(lobby_id: str, player: PlayerDep, repo: RepoDep, body: BotsRequest | None = None) -> LobbyPublic:
-    """Fill empty seats with bots (host only): ``kind`` random or smart."""
+@router.post("/{lobby_id}/bots", response_model=LobbyPublic, responses=responses(401, 403, 404, 409))
+async def fill_bots(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep,
+                    body: BotsRequest | None = None) -> LobbyPublic:
+    """Fill empty seats with bots (host only): ``kind`` random or smart, ``count`` seats at most."""
     body = body or BotsRequest()
     lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:
@@ -153,31 +168,37 @@ async def fill_bots(lobby_id: str, player: PlayerDep, repo: RepoDep, body: BotsR
         bot_class(lobby["game"], body.kind)
     except (KeyError, ImportError):
         raise ApiError(422, "unknown_bot", f"{lobby['game']} has no {body.kind!r} bot") from None
-    free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
-    for seat in free[: body.count or len(free)]:
-        bot_id = uuid.uuid4().hex
-        await repo.create_player(bot_id, f"{body.kind}-bot-{seat}", "bot", hash_token(secrets.token_urlsafe(32)))
-        await repo.set_seat(lobby_id, seat, bot_id, body.kind, only_if_empty=True)
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+
+    def make_bot(seat: int) -> dict[str, Any]:
+        return {"id": uuid.uuid4().hex, "name": f"{body.kind}-bot-{seat}", "role": "bot",
+                "token_hash": hash_token(secrets.token_urlsafe(32)), "created_at": time.time()}
+
+    try:
+        lobby = await repo.fill_lobby_bots(lobby_id, body.kind, body.count, make_bot)
+    except LobbyRefused as exc:
+        raise _refused(exc) from None
+    return await lobby_public(repo, lobby)
 
 
-@router.post("/{lobby_id}/start", response_model=LobbyPublic)
-async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: ManagerDep, wallets: WalletsDep,
+@router.post("/{lobby_id}/start", response_model=LobbyPublic, responses=responses(401, 403, 404, 409))
+async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: ManagerDep, wallets: WalletsDep,
                 settings: SettingsDep) -> LobbyPublic:
-    """Start the match (host only, every seat filled). The lobby's ``match_id`` names it."""
+    """Start the match (host only, every seat filled). The lobby's ``match_id`` names it. The seats
+    are read, the match inserted and the lobby marked started in one transaction under the lobby's
+    lock, so a concurrent leave or join either happened before (and is in the match) or is refused."""
     lobby = await _open_lobby(repo, lobby_id)
-    if lobby["host_id"] != player["id"]:
+    if lobby["host_id"] != player["id"]:  # the host never changes: no lock needed to check it
         raise ApiError(403, "not_host", "only the host can start")
-    if any(s["player_id"] is None for s in lobby["seats"]):
-        raise ApiError(409, "seats_empty", "every seat needs a player or a bot")
-    players = await repo.players(s["player_id"] for s in lobby["seats"])
+    seats = [{"player_id": s["player_id"], "name": "", "bot": s["bot"]} for s in lobby["seats"]]
+    # Conquest: every seat's loadout (checked again against what each player owns now) and the
+    # configured costs go into the match's options (conquest.md 5)
     owned = {s["player_id"]: await wallets.owned(s["player_id"]) for s in lobby["seats"] if s.get("loadout")}
-    options, loadouts = start_options(lobby["game"], lobby["options"], lobby["seats"], owned, settings.special_costs)
-    seats = [{"player_id": s["player_id"], "name": players[s["player_id"]]["name"], "bot": s["bot"],
-              **({"loadout": loadout} if lobby["game"] == "conquest" else {})}
-             for s, loadout in zip(lobby["seats"], loadouts)]
+    options, _loadouts = start_options(lobby["game"], lobby["options"], lobby["seats"], owned, settings.special_costs)
     try:
         await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id)
-    except LookupError:
-        raise ApiError(409, "lobby_not_open", "the lobby was started meanwhile") from None
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+    except LobbyRefused as exc:
+        raise _refused(exc) from None
+    started = await repo.lobby(lobby_id)
+    if started is None:  # lobbies are never deleted while a node serves them
+        raise not_found("lobby")
+    return await lobby_public(repo, started)

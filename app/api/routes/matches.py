@@ -1,15 +1,17 @@
 """Public match metadata: seats, status, the seed commitment (and the seed once ended)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from app.api.deps import ManagerDep, PlayerDep, RepoDep
-from app.api.errors import not_found
-from app.api.schemas import MatchPublic, MatchSeat
+from app.api.errors import not_found, responses
+from app.api.schemas import MatchPublic, MatchSeat, Text
 
 router = APIRouter(prefix="/matches", tags=["matches"])
+
+MatchId = Annotated[Text, Path(max_length=64, description="a match id")]
 
 
 def match_public(m: dict[str, Any]) -> MatchPublic:
@@ -33,18 +35,18 @@ def with_live_version(manager, out: MatchPublic) -> MatchPublic:
     return out
 
 
-@router.get("/{match_id}", response_model=MatchPublic)
-async def get_match(match_id: str, repo: RepoDep, manager: ManagerDep, _player: PlayerDep) -> MatchPublic:
+@router.get("/{match_id}", response_model=MatchPublic, responses=responses(401, 404))
+async def get_match(match_id: MatchId, repo: RepoDep, manager: ManagerDep, _player: PlayerDep) -> MatchPublic:
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
     return with_live_version(manager, match_public(m))
 
 
-@router.get("", response_model=list[MatchPublic])
+@router.get("", response_model=list[MatchPublic], responses=responses(401))
 async def list_matches(repo: RepoDep, manager: ManagerDep, player: PlayerDep,
-                       status: str | None = Query(None, pattern="^(running|finished|aborted)$"),
-                       game: str | None = None) -> list[MatchPublic]:
+                       status: Literal["running", "finished", "aborted"] | None = None,
+                       game: Annotated[Text | None, Query(max_length=32)] = None) -> list[MatchPublic]:
     """Matches, newest first (public data only; filter by ``status`` and ``game``)."""
     return [with_live_version(manager, match_public(m))
             for m in await repo.matches(status=status, game=game, limit=100)]

@@ -7,12 +7,13 @@ import uuid
 from fastapi import APIRouter
 
 from app.api.deps import PlayerDep, RepoDep, hash_token
+from app.api.errors import responses
 from app.api.schemas import PlayerCreate, PlayerCreated, PlayerPublic
 
 router = APIRouter(prefix="/players", tags=["players"])
 
 
-@router.post("", response_model=PlayerCreated, status_code=201)
+@router.post("", response_model=PlayerCreated, status_code=201, responses=responses())
 async def create_player(body: PlayerCreate, repo: RepoDep) -> PlayerCreated:
     """Make a guest player. The token in the answer is the only copy: the server keeps its hash."""
     token = secrets.token_urlsafe(32)
@@ -20,6 +21,6 @@ async def create_player(body: PlayerCreate, repo: RepoDep) -> PlayerCreated:
     return PlayerCreated(player=PlayerPublic(**row), token=token)
 
 
-@router.get("/me", response_model=PlayerPublic)
+@router.get("/me", response_model=PlayerPublic, responses=responses(401))
 async def me(player: PlayerDep) -> PlayerPublic:
     return PlayerPublic(**player)

@@ -5,6 +5,7 @@ import { api, ApiError } from "../js/api.js";
 import { h, replace, fmtTime, shortId, words, seatColour, toast } from "../js/dom.js";
 import { gameModule, promptText } from "../js/match.js";
 import { grantsPanel } from "./grants.js";
+import { loadWording, describeEvent } from "../js/wording.js";
 
 const TOKEN_KEY = "bannerfall.admin";
 // Hold'em Conquest specials in table order (conquest.md 5), for the grant form
@@ -155,6 +156,7 @@ async function openMatch(box, id) {
   // GET /matches/{id} reads the stored row: outcome and end time are current there
   const meta = { ...info.match, ...(await adminApi("GET", `/matches/${id}`).catch(() => ({}))) };
   const module = await gameModule(meta.game);
+  await loadWording().catch((exc) => console.warn("no event wording", exc));
   const names = meta.seats.map((s) => s.name || `seat ${s.seat}`);
   const name = (seat) => names[seat] ?? `seat ${seat}`;
 
@@ -271,9 +273,12 @@ async function openMatch(box, id) {
       h("pre.action#replay-action", JSON.stringify(action.action, null, 1))] : h("p.muted", "The deal: no action yet."),
       step.events.length ? [h("div.muted.small", "Events of this step (every audience's copy):"),
         h("ol.log#replay-events", step.events.map((ev) => {
+          // words from /events.json (as the play page and the CLI), detail from the game's module
+          const w = describeEvent(meta.game, ev, name) || { text: words(ev.type), kind: "minor", seat: null };
           const d = describe ? describe(ev, name) : null;
-          return h("li", { class: `log-${d?.kind || "normal"}` }, h("span.log-bar", { style: { background: seatColour(d?.seat) } }),
-            d?.detail ? h("details", h("summary", d.text), d.detail) : h("span", d ? d.text : ev.type));
+          return h("li", { class: `log-${w.kind || "normal"}` }, h("span.log-bar", { style: { background: seatColour(w.seat) } }),
+            d?.detail ? h("details", h("summary", w.known || !d.text ? w.text : d.text), d.detail)
+              : h("span", w.known || !d?.text ? w.text : d.text));
         }))] : null));
   }
 

@@ -5,6 +5,7 @@ import { MatchConnection } from "./conn.js";
 import { h, replace, seatColour, secondsLeft, shortId, words, toast, ordinal } from "./dom.js";
 import { gameTitle, games } from "./lobby.js";
 import * as fallback from "./games/fallback.js";
+import { loadWording, describeEvent, reasonText, scoreText } from "./wording.js";
 
 const GAME_MODULES = {
   provinces: () => import("./games/provinces.js"),
@@ -46,6 +47,8 @@ export async function renderMatch(root, matchId, { stillHere }) {
   const me = savedPlayer();
   replace(root, h("p.muted", "Loading match…"));
   await games().catch(() => null);
+  // event wording shared with the CLI (/events.json); without it events read as their type
+  await loadWording().catch((exc) => console.warn("no event wording", exc));
   let meta;
   try {
     meta = await api("GET", `/matches/${matchId}`);
@@ -100,6 +103,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
     readOnly: false,
     admin: false,
     name: plainName,
+    bots,
     act: async (action) => {
       try {
         const version = await conn.act(action);
@@ -145,11 +149,17 @@ export async function renderMatch(root, matchId, { stillHere }) {
   function addEvents(events, incomplete) {
     if (incomplete) logList.prepend(h("li.log-minor", "(some earlier events are no longer available)"));
     for (const ev of events) {
-      const d = (module.describe || fallback.describe)(ev, plainName);
-      if (!d) continue;
-      const item = h("li", { class: `log-${d.kind || "normal"}`, dataset: { type: ev.type, v: ev.v } },
-        h("span.log-bar", { style: { background: seatColour(d.seat) } }),
-        d.detail ? h("details", h("summary", d.text), d.detail) : h("span", d.text));
+      // the line's words come from /events.json (the same as the CLI's); a game module may add a
+      // detail (cards, dice, duels) shown when the line is opened
+      const w = describeEvent(meta.game, ev, plainName);
+      if (!w) continue;
+      const d = module.describe ? module.describe(ev, plainName) : null;
+      const detail = d && d.detail;
+      // an event type events.json does not know yet keeps its game module's own words, if any
+      const text = w.known || !d?.text ? w.text : d.text;
+      const item = h("li", { class: `log-${w.kind || "normal"}`, dataset: { type: ev.type, v: ev.v } },
+        h("span.log-bar", { style: { background: seatColour(w.seat) } }),
+        detail ? h("details", h("summary", text), detail) : h("span", text));
       logList.prepend(item);
     }
     while (logList.children.length > 300) logList.lastChild.remove();
@@ -163,13 +173,13 @@ export async function renderMatch(root, matchId, { stillHere }) {
       .sort((a, b) => a.rank - b.rank || a.seat - b.seat);
     replace(outcomeBox, h("section.card-panel.standings#standings",
       h("h2", status === "aborted" ? "Match aborted" : "Final standings"),
-      h("p.muted", words(outcome.reason || "")),
+      h("p.muted", status === "aborted" ? words(outcome.reason || "") : `Ended: ${reasonText(meta.game, outcome.reason)}`),
       ranks.length ? h("table.list",
         h("thead", h("tr", h("th", "Place"), h("th", "Player"), h("th", "Score"))),
         h("tbody", ranks.map(({ seat, rank }) => h("tr", { class: seat === last?.seat ? "me" : "", dataset: { seat } },
           h("td", { class: rank === 1 ? "winner" : "" }, ordinal(rank)),
           h("td", h("span.swatch", { style: { background: seatColour(seat) } }), plainName(seat), seat === last?.seat ? " (you)" : ""),
-          h("td", String(outcome.scores?.[seat] ?? ""))))) ) : null,
+          h("td", outcome.scores?.[seat] === undefined ? "" : scoreText(meta.game, outcome.scores[seat]))))) ) : null,
       ended?.seed ? h("p.muted.small.mono", `seed ${ended.seed} · sha256 ${ended.seed_hash}`) : null,
       h("a.button", { href: "#/" }, "Back to lobbies")));
   }

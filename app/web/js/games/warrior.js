@@ -111,6 +111,34 @@ export function createBoard(ctx) {
     }
   }
 
+  /** Drop choices that the new view no longer allows: a card that was destroyed or changed
+   *  hands, a nation that is gone, a target that left the list. */
+  function pruneChoices() {
+    const d = view.decision;
+    if (!d) {
+      picked = new Set();
+      attackNation = {};
+      wizardNation = {};
+      shots = {};
+      return;
+    }
+    const allowed = new Set(
+      d.kind === "keep" ? (d.hand || []).map((c) => c.id)
+        : d.kind === "lose" ? d.candidates || []
+          : d.kind === "target" ? d.force_candidates || [] : []);
+    picked = new Set([...picked].filter((id) => allowed.has(id)));
+    if (d.kind === "siege") {
+      const engines = new Set(d.engines || []);
+      const targets = new Set(d.targets || []);
+      shots = Object.fromEntries(Object.entries(shots).filter(([engine, target]) => engines.has(engine) && targets.has(target)));
+    }
+    if (d.kind === "place_wizards") {
+      const wizards = new Set((d.wizards || []).map((w) => w.id));
+      const nations = new Set(d.nations || []);
+      wizardNation = Object.fromEntries(Object.entries(wizardNation).filter(([id, race]) => wizards.has(id) && (!race || nations.has(race))));
+    }
+  }
+
   function update(message) {
     msg = message;
     view = message.view;
@@ -118,6 +146,8 @@ export function createBoard(ctx) {
     if (key !== phaseKey) {
       phaseKey = key;
       resetChoices();
+    } else {
+      pruneChoices();
     }
     render();
   }
@@ -141,6 +171,7 @@ export function createBoard(ctx) {
         h("div.mat-head",
           h("span.swatch", { style: { background: seatColour(seat) } }),
           h("strong", name(seat)), seat === me() ? h("span.tag.you", "you") : null,
+          ctx.bots && ctx.bots[seat] ? h("span.tag", { title: `${ctx.bots[seat]} bot` }, "bot") : null,
           h("span.muted.small", ` ${creatures} creatures · victory pile ${st.victory_pile}`),
           st.engines.length ? h("span.engines", { title: "siege engines" }, st.engines.map((e) => wcard(e, { small: true }))) : null,
           st.attack_cards.length ? h("span.attack-cards", st.attack_cards.map((c) =>
@@ -162,9 +193,45 @@ export function createBoard(ctx) {
     }));
   }
 
+  const STEPS = [
+    ["keep", "Keep cards"], ["place_wizards", "Place wizards"], ["attacks", "Attacks, by card number"], ["round_end", "Round ends"],
+  ];
+  const ATTACK_PHASES = new Set(["siege", "target", "lose", "continue", "reattack"]);
+
+  /** One sentence: what is happening now and who must act. */
+  function nowText() {
+    const atk = view.attack;
+    const waiting = msg.prompts.filter((p) => !p.submitted).map((p) => (p.seat === me() ? "you" : name(p.seat)));
+    const who = waiting.length ? ` Waiting for ${waiting.join(", ")}.` : "";
+    const attacker = atk ? (atk.seat === me() ? "You attack" : `${name(atk.seat)} attacks`) : "";
+    switch (view.phase) {
+      case "keep": return `Everyone picks the cards to keep from the 7 dealt; the rest are discarded.${who}`;
+      case "place_wizards": return `Wizards go on a nation: it can then neither attack nor be attacked.${who}`;
+      case "siege": return `Before the attack, siege engines may fire at any card: a 4 or more destroys it.${who}`;
+      case "target": return `${attacker} with card #${atk?.card?.number ?? "?"}: choosing which nation to hit.${who}`;
+      case "lose": return `Dice rolled: the losing side picks which creatures are destroyed.${who}`;
+      case "continue": return `${attacker}: after each exchange the attacker may roll again or stop.${who}`;
+      case "reattack": return `${attacker}: knights left in the force may attack again (one card stays face down).${who}`;
+      case "over": return "The match is over: majorities and victory piles are scored.";
+      default: return who.trim();
+    }
+  }
+
+  function guide() {
+    const current = view.phase === "over" ? null : ATTACK_PHASES.has(view.phase) ? "attacks" : view.phase;
+    return h("div.w-guide#warrior-guide",
+      h("ol.w-steps", { "aria-label": `round ${view.round} of 3` },
+        h("li.w-round", `Round ${view.round}/3`),
+        STEPS.map(([key, label]) => h("li", { class: key === current ? "now" : "", dataset: { step: key } }, label))),
+      h("p.w-now", nowText()),
+      h("p.w-legend.small.muted",
+        "⚔ infantry: 1 die each (3 at most) · ➹ archers: more than the other side adds +1 to the best die · ♞ knights: may attack again · ",
+        "✦ wizard: the nation is protected · ⚙ siege engine · destroyed cards: 2 points to whoever destroyed them"));
+  }
+
   function renderFight() {
     const atk = view.attack;
-    const parts = [];
+    const parts = [guide()];
     if (view.attack_order.length) {
       parts.push(h("div.order", h("span.muted.small", "Attack order: "), view.attack_order.map((a) =>
         h("span.atk-chip", { style: { borderColor: seatColour(a.seat) }, title: name(a.seat) }, `#${a.number}`))));
@@ -378,57 +445,14 @@ export function phaseText(view) {
   return `round ${view.round}/3 · ${words(view.phase)}`;
 }
 
-export function describe(ev, name) {
+/** The detail of an event line in the log (its words come from /events.json, shared with the CLI). */
+export function describe(ev) {
   switch (ev.type) {
-    case "round_started":
-      return { text: `Round ${ev.round}: 7 cards dealt, keep ${ev.keep[0] ?? ""}`, kind: "turn" };
-    case "dealt":
-      return { text: "You were dealt: " + ev.cards.map(faceText).join(", "), kind: "minor" };
-    case "submitted":
-      return { text: `${name(ev.seat)} chose (${words(ev.phase)})`, seat: ev.seat, kind: "minor" };
     case "kept":
-      return {
-        text: `${name(ev.seat)} kept ${ev.kept.length}, discarded ${ev.discarded.length}`, seat: ev.seat,
-        detail: h("div.battle", h("div", "kept: " + ev.kept.map(faceText).join(", ")), h("div", "discarded: " + (ev.discarded.map(faceText).join(", ") || "—"))),
-      };
-    case "wizards_placed":
-      return { text: `${name(ev.seat)} placed ${ev.wizards.length} wizard${ev.wizards.length === 1 ? "" : "s"}: ` +
-        ev.wizards.map((w) => (w.nation ? cap(w.nation) : "discarded")).join(", "), seat: ev.seat };
-    case "attack_started":
-      return { text: `${name(ev.seat)} attacks with #${ev.card.number}${ev.nation ? ` (${cap(ev.nation)})` : ""}`, seat: ev.seat, kind: "battle" };
-    case "attack_unused":
-      return { text: `${name(ev.seat)}'s attack card has no legal target: discarded`, seat: ev.seat, kind: "minor" };
-    case "target_chosen":
-      return { text: `${name(ev.seat)}${ev.nation ? `'s ${cap(ev.nation)}` : "'s mercenaries"} attack ${name(ev.target.seat)}'s ${cap(ev.target.race)}`, seat: ev.seat };
+      return { detail: h("div.battle", h("div", "kept: " + ev.kept.map(faceText).join(", ")), h("div", "discarded: " + (ev.discarded.map(faceText).join(", ") || "—"))) };
     case "exchange":
-      return {
-        text: `Dice ${ev.attacker_dice.join(" ")} vs ${ev.defender_dice.join(" ")}: attacker loses ${ev.attacker_losses}, defender ${ev.defender_losses}`,
-        seat: ev.seat,
-        detail: h("div.battle", `rolls ${ev.attacker_rolls.join(" ")}${ev.attacker_bonus ? " (+1 archers)" : ""} vs ${ev.defender_rolls.join(" ")}${ev.defender_bonus ? " (+1 archers)" : ""}`),
-      };
-    case "card_destroyed":
-      return { text: `${name(ev.seat)} lost ${faceText(ev.card)} to ${name(ev.by)}${ev.cause === "siege" ? " (siege)" : ""}`, seat: ev.by };
-    case "wizard_discarded":
-      return { text: `${name(ev.seat)}'s wizard is discarded (its nation is gone)`, seat: ev.seat, kind: "minor" };
-    case "attack_goes_on":
-      return { text: `${name(ev.seat)} goes on`, seat: ev.seat, kind: "minor" };
-    case "attack_stopped":
-      return { text: `${name(ev.seat)} stops the attack`, seat: ev.seat, kind: "minor" };
-    case "reattack":
-      return { text: `${name(ev.seat)}'s knights attack again`, seat: ev.seat };
-    case "attack_ended":
-      return { text: `${name(ev.seat)}'s attack ends after ${ev.exchanges} exchange${ev.exchanges === 1 ? "" : "s"}`, seat: ev.seat, kind: "minor" };
-    case "siege_shot":
-      return { text: `${name(ev.seat)} fires a siege engine at ${faceText(ev.target)}: ${ev.roll} — ${ev.hit ? "destroyed" : "missed"}`, seat: ev.seat, kind: "battle" };
-    case "siege_void":
-      return { text: `${name(ev.seat)}'s siege shot had no target left`, seat: ev.seat, kind: "minor" };
-    case "round_ended":
-      return { text: `Round ${ev.round} ends`, kind: "turn" };
-    case "discards_shuffled":
-      return { text: `Discards shuffled into the pile (${ev.cards})`, kind: "minor" };
-    case "match_over":
-      return { text: "Match over: " + Object.entries(ev.scores).map(([seat, pts]) => `${name(Number(seat))} ${pts}`).join(", "), kind: "big" };
+      return { detail: h("div.battle", `rolls ${ev.attacker_rolls.join(" ")}${ev.attacker_bonus ? " (+1 archers)" : ""} vs ${ev.defender_rolls.join(" ")}${ev.defender_bonus ? " (+1 archers)" : ""}`) };
     default:
-      return { text: words(ev.type), kind: "minor" };
+      return null;
   }
 }
