@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.api.schemas import StrictRequest, Text
+
 
 class OwnedSpecialPublic(BaseModel):
     id: str = Field(description="special id (conquest.md 5 table)")
@@ -39,8 +41,8 @@ class LedgerRow(BaseModel):
     created_at: float
 
 
-class SpinRequest(BaseModel):
-    client_seed: str = Field("", max_length=64, description="any text of yours mixed into the reels")
+class SpinRequest(StrictRequest):
+    client_seed: Text = Field("", max_length=64, description="any text of yours mixed into the reels")
 
 
 class Prize(BaseModel):
@@ -74,15 +76,19 @@ class SpinCheck(BaseModel):
     problems: list[str]
 
 
-class CrystalGrant(BaseModel):
+class CrystalGrant(StrictRequest):
     amount: int = Field(ge=-1_000_000_000, le=1_000_000_000, description="crystals to add (negative: take back)")
-    reason: str = Field(min_length=1, max_length=200, description="why; kept in the ledger with the admin's id")
+    reason: Text = Field(min_length=1, max_length=200, description="why; kept in the ledger with the admin's id")
 
 
-class SpecialGrant(BaseModel):
-    special: str
+class SpecialGrant(StrictRequest):
+    special: Text = Field(max_length=32)
     matches: int = Field(ge=1, le=10, description="matches it lasts (seed §5.1.2: 1-10)")
-    reason: str = Field(min_length=1, max_length=200)
+    reason: Text = Field(min_length=1, max_length=200)
+
+
+class LoadoutRequest(StrictRequest):
+    loadout: list[Text] = Field(max_length=15, description="owned special ids to bring ([] = none)")
 
 
 class GrantResult(BaseModel):

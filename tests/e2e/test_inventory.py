@@ -62,7 +62,8 @@ async def test_admin_grants_crystals_audited(server):
         with pytest.raises(ApiError) as e:
             await adm.admin_grant_crystals("nobody", 10)
         assert (e.value.status, e.value.code) == (404, "not_found")
-        for body in ({"amount": 0, "reason": "x"}, {"amount": 5}, {"amount": "lots", "reason": "x"}):
+        for body in ({"amount": 0, "reason": "x"}, {"amount": 5}, {"amount": "lots", "reason": "x"},
+                     {"amount": "5", "reason": "x"}, {"amount": 5, "reason": "a\x00b"}, {"amount": 5, "reason": "x", "extra": 1}):
             with pytest.raises(ApiError) as e:
                 await adm.request("POST", f"/admin/players/{me['id']}/crystals", json=body)
             assert e.value.status == 422
@@ -100,10 +101,10 @@ async def test_spin_is_committed_before_and_revealed_after_5_2(server):
             assert {s["id"]: s["matches_left"] for s in inv["specials"]}[spin["prize"]["special"]] == spin["prize"]["matches"]
         # another player cannot read it; bad ids are 404
         async with await player(server.url) as other:
-            for sid in (spin["id"], "x" * 100):
+            for sid, status in ((spin["id"], 404), ("x" * 100, 422)):
                 with pytest.raises(ApiError) as e:
                     await other.verify_spin(sid)
-                assert e.value.status == 404
+                assert e.value.status == status
         with pytest.raises(ApiError) as e:
             await p.request("POST", "/players/me/spins", json={"client_seed": "x" * 65})
         assert e.value.status == 422

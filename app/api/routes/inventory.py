@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from app.api.deps import AdminDep, PlayerDep, RepoDep, SettingsDep
-from app.api.errors import ApiError, not_found
+from app.api.errors import ApiError, Error, not_found, responses
 from app.api.meta_schemas import (
     CrystalGrant,
     GrantResult,
     Inventory,
     LedgerRow,
+    LoadoutRequest,
     OwnedSpecialPublic,
     SpecialGrant,
     SpinCheck,
@@ -22,13 +22,21 @@ from app.api.meta_schemas import (
     SpinRequest,
     SpinResult,
 )
-from app.api.schemas import LobbyPublic
+from app.api.schemas import LobbyPublic, Text
 from app.config import Settings
 from app.db.wallet import InsufficientCrystals, SpinContention, WalletRepository
 from app.games.conquest.specials import SPECIAL_DESCRIPTIONS, SPECIALS, special_cost
 from app.meta.slot import verify_spin
 
 router = APIRouter(tags=["inventory"])
+#: ids in paths: bounded text (the walk of every route sends NUL, surrogates and huge values)
+SpinId = Annotated[Text, Path(max_length=64, description="a spin id")]
+PlayerId = Annotated[Text, Path(max_length=64, description="a player id")]
+LobbyId = Annotated[Text, Path(max_length=64, description="a lobby id")]
+#: ledger ids are 32-bit
+LedgerBefore = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="page back from this ledger id")]
+_SPIN_ERRORS = {**responses(401, 409), 409: {"model": Error, "description": "`insufficient_crystals`: nothing taken"},
+                503: {"model": Error, "description": "`busy`: the spin lost several races in a row; try again"}}
 admin_router = APIRouter(prefix="/admin", tags=["admin"])
 
 
@@ -49,21 +57,21 @@ async def inventory_of(wallets: WalletRepository, settings: Settings, player_id:
                                     strip=settings.spin_strip, paytable=settings.spin_paytable))
 
 
-@router.get("/players/me/inventory", response_model=Inventory)
+@router.get("/players/me/inventory", response_model=Inventory, responses=responses(401))
 async def my_inventory(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep) -> Inventory:
     """Your crystals, the specials you own with the matches they still last, and the next spin's
     price and seed commitment."""
     return await inventory_of(wallets, settings, player["id"])
 
 
-@router.get("/players/me/ledger", response_model=list[LedgerRow])
+@router.get("/players/me/ledger", response_model=list[LedgerRow], responses=responses(401))
 async def my_ledger(player: PlayerDep, wallets: WalletsDep, limit: int = Query(100, ge=1, le=500),
-                    before: int | None = Query(None, ge=1)) -> list[dict[str, Any]]:
+                    before: LedgerBefore = None) -> list[dict[str, Any]]:
     """Every change of your balances, newest first (page back with ``before`` = the last id seen)."""
     return await wallets.ledger(player["id"], limit, before)
 
 
-@router.get("/players/me/spins/next", response_model=SpinOffer)
+@router.get("/players/me/spins/next", response_model=SpinOffer, responses=responses(401))
 async def next_spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep) -> SpinOffer:
     """The commitment to your next spin: ``sha256(seed)`` before the spin (provably fair)."""
     wallet = await wallets.wallet(player["id"])
@@ -71,7 +79,7 @@ async def next_spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDe
                      strip=settings.spin_strip, paytable=settings.spin_paytable)
 
 
-@router.post("/players/me/spins", response_model=SpinResult, status_code=201)
+@router.post("/players/me/spins", response_model=SpinResult, status_code=201, responses=_SPIN_ERRORS)
 async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
                body: SpinRequest | None = None) -> SpinResult:
     """Spin the slot machine (seed §5.2): pay ``spin_price`` crystals, get three reels and maybe a
@@ -88,7 +96,7 @@ async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
     return SpinResult(**row, crystals=row["balance"])
 
 
-@router.get("/players/me/spins", response_model=list[SpinPublic])
+@router.get("/players/me/spins", response_model=list[SpinPublic], responses=responses(401))
 async def my_spins(player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
     """Your spins, newest first, each with its revealed seed."""
     return await wallets.spins(player["id"], limit)
@@ -101,26 +109,22 @@ async def _visible_spin(wallets: WalletRepository, player: dict[str, Any], spin_
     return row
 
 
-@router.get("/spins/{spin_id}", response_model=SpinPublic)
-async def get_spin(spin_id: str, player: PlayerDep, wallets: WalletsDep) -> dict[str, Any]:
+@router.get("/spins/{spin_id}", response_model=SpinPublic, responses=responses(401, 404))
+async def get_spin(spin_id: SpinId, player: PlayerDep, wallets: WalletsDep) -> dict[str, Any]:
     """One spin (yours, or any for an admin)."""
     return await _visible_spin(wallets, player, spin_id)
 
 
-@router.get("/spins/{spin_id}/verify", response_model=SpinCheck)
-async def verify(spin_id: str, player: PlayerDep, wallets: WalletsDep) -> SpinCheck:
+@router.get("/spins/{spin_id}/verify", response_model=SpinCheck, responses=responses(401, 404))
+async def verify(spin_id: SpinId, player: PlayerDep, wallets: WalletsDep) -> SpinCheck:
     """Recompute a spin from its revealed seed, client seed, strip and paytable, and check the seed
     against the commitment published before it (same as ``bannerfall verify-spin ID``)."""
     problems = verify_spin(await _visible_spin(wallets, player, spin_id))
     return SpinCheck(spin_id=spin_id, ok=not problems, problems=problems)
 
 
-class LoadoutRequest(BaseModel):
-    loadout: list[str] = Field(max_length=15, description="owned special ids to bring ([] = none)")
-
-
-@router.put("/lobbies/{lobby_id}/loadout", response_model=LobbyPublic)
-async def set_loadout(lobby_id: str, body: LoadoutRequest, player: PlayerDep, repo: RepoDep,
+@router.put("/lobbies/{lobby_id}/loadout", response_model=LobbyPublic, responses=responses(401, 404, 409))
+async def set_loadout(lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep, repo: RepoDep,
                       wallets: WalletsDep) -> LobbyPublic:
     """Change the specials you bring to an open Conquest lobby you sit in (conquest.md 5). Errors:
     404, 409 ``lobby_not_open`` / ``not_seated``, 422 ``special_not_owned`` and the other loadout codes."""
@@ -144,8 +148,8 @@ async def _existing_player(repo, player_id: str) -> dict[str, Any]:
     return player
 
 
-@admin_router.post("/players/{player_id}/crystals", response_model=GrantResult)
-async def grant_crystals(player_id: str, body: CrystalGrant, admin: AdminDep, repo: RepoDep,
+@admin_router.post("/players/{player_id}/crystals", response_model=GrantResult, responses=responses(401, 403, 404, 409))
+async def grant_crystals(player_id: PlayerId, body: CrystalGrant, admin: AdminDep, repo: RepoDep,
                          wallets: WalletsDep) -> GrantResult:
     """Grant crystals (buying them is outside the server). Audited: the ledger row names the admin
     and the reason. Errors: 404 ``not_found``, 422 ``invalid_request`` (amount 0), 409
@@ -160,8 +164,8 @@ async def grant_crystals(player_id: str, body: CrystalGrant, admin: AdminDep, re
     return GrantResult(player_id=player_id, asset="crystals", balance=balance)
 
 
-@admin_router.post("/players/{player_id}/specials", response_model=GrantResult)
-async def grant_special(player_id: str, body: SpecialGrant, admin: AdminDep, repo: RepoDep,
+@admin_router.post("/players/{player_id}/specials", response_model=GrantResult, responses=responses(401, 403, 404))
+async def grant_special(player_id: PlayerId, body: SpecialGrant, admin: AdminDep, repo: RepoDep,
                         wallets: WalletsDep) -> GrantResult:
     """Give a player a special for 1-10 more matches (audited like crystals). Errors: 404, 422
     ``unknown_special``."""
@@ -172,15 +176,15 @@ async def grant_special(player_id: str, body: SpecialGrant, admin: AdminDep, rep
     return GrantResult(player_id=player_id, asset=body.special, balance=left)
 
 
-@admin_router.get("/players/{player_id}/inventory", response_model=Inventory)
-async def player_inventory(player_id: str, _admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
+@admin_router.get("/players/{player_id}/inventory", response_model=Inventory, responses=responses(401, 403, 404))
+async def player_inventory(player_id: PlayerId, _admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
                            settings: SettingsDep) -> Inventory:
     await _existing_player(repo, player_id)
     return await inventory_of(wallets, settings, player_id)
 
 
-@admin_router.get("/players/{player_id}/ledger", response_model=list[LedgerRow])
-async def player_ledger(player_id: str, _admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
-                        limit: int = Query(100, ge=1, le=500), before: int | None = Query(None, ge=1)) -> list[dict[str, Any]]:
+@admin_router.get("/players/{player_id}/ledger", response_model=list[LedgerRow], responses=responses(401, 403, 404))
+async def player_ledger(player_id: PlayerId, _admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
+                        limit: int = Query(100, ge=1, le=500), before: LedgerBefore = None) -> list[dict[str, Any]]:
     await _existing_player(repo, player_id)
     return await wallets.ledger(player_id, limit, before)
