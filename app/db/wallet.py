@@ -183,55 +183,47 @@ class WalletRepository:
         return left
 
     async def play_spin(self, player_id: str, *, price: int, strip: Sequence[str], paytable: Mapping[str, int],
-                        client_seed: str = "", attempts: int = 8) -> dict[str, Any]:
-        """One slot machine spin (conquest.md 5, seed §5.2): in one transaction, take ``price``
-        crystals and consume the player's committed seed with a conditional update (balance >= price
-        and the commitment unchanged), record the spin, add the prize and write the ledger; then a
-        new commitment is in place. Two spins racing on a balance that pays for one: exactly one
-        succeeds, the other raises :class:`InsufficientCrystals`; the balance never goes negative.
+                        client_seed: str = "") -> dict[str, Any]:
+        """One slot machine spin (conquest.md 5, seed §5.2), in one transaction: lock the player's
+        wallet row (a no-op update: a row lock on Postgres, the write lock on SQLite), so concurrent
+        spins of one player queue and each uses the commitment its predecessor left; take ``price``
+        crystals and consume the committed seed with an update that is also conditional (balance >=
+        price, commitment unchanged); record the spin, add the prize, write the ledger, commit to a
+        new seed. Two spins racing on a balance that pays for one: exactly one succeeds, the other
+        raises :class:`InsufficientCrystals`; the balance never goes negative (and a CHECK forbids it).
 
-        Returns the spin row plus ``balance`` and ``next_seed_hash``. Raises InsufficientCrystals,
-        or :class:`SpinContention` if the commitment moved ``attempts`` times in a row."""
+        Returns the spin row plus ``balance`` and ``next_seed_hash``. Raises InsufficientCrystals
+        (nothing changed), or :class:`SpinContention` if the conditional update finds the wallet
+        changed under its lock (not expected; nothing changed)."""
         await self.ensure_wallet(player_id)
-        for _ in range(attempts):
-            async with self.engine.connect() as conn:
-                w = (await conn.execute(select(wallets_t).where(wallets_t.c.player_id == player_id))).one()
+        now = time.time()
+        async with self.engine.begin() as conn:
+            await conn.execute(update(wallets_t).where(wallets_t.c.player_id == player_id).values(updated_at=now))
+            w = (await conn.execute(select(wallets_t).where(wallets_t.c.player_id == player_id))).one()
             if w.crystals < price:
                 raise InsufficientCrystals(w.crystals, price)
             reels = reels_for(w.next_spin_seed, client_seed, strip)
             prize = prize_for(reels, paytable)
             next_seed, next_hash = new_seed()
-            now = time.time()
             spin = {"id": uuid.uuid4().hex, "player_id": player_id, "seed": w.next_spin_seed,
                     "seed_hash": w.next_spin_seed_hash, "client_seed": client_seed, "price": price,
                     "strip": list(strip), "paytable": dict(paytable), "reels": reels, "prize": prize,
                     "created_at": now}
-            async with self.engine.begin() as conn:
-                res = await conn.execute(
-                    update(wallets_t).where(wallets_t.c.player_id == player_id, wallets_t.c.crystals >= price,
-                                            wallets_t.c.next_spin_seed_hash == w.next_spin_seed_hash)
-                    .values(crystals=wallets_t.c.crystals - price, next_spin_seed=next_seed,
-                            next_spin_seed_hash=next_hash, updated_at=now))
-                if res.rowcount != 1:
-                    continue  # another spin (or a grant) got there first: look again
-                balance = (await conn.execute(select(wallets_t.c.crystals)
-                                              .where(wallets_t.c.player_id == player_id))).scalar_one()
-                await conn.execute(insert(spins_t).values(**spin))
-                await self._ledger(conn, player_id, CRYSTALS, "spin", -price, balance, ref=spin["id"], now=now)
-                if prize is not None:
-                    left = await self._add_special(conn, player_id, prize["special"], prize["matches"], now)
-                    await self._ledger(conn, player_id, prize["special"], "prize", prize["matches"], left,
-                                       ref=spin["id"], now=now)
-            return {**spin, "balance": balance, "next_seed_hash": next_hash}
-        raise SpinContention("too many concurrent spins; try again")
-
-    async def set_seat_loadout(self, lobby_id: str, seat: int, player_id: str, loadout: Sequence[str]) -> bool:
-        """Store the loadout of a seat, only if ``player_id`` still sits there. Returns whether it did."""
-        async with self.engine.begin() as conn:
-            res = await conn.execute(update(seats_t).where(
-                seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat, seats_t.c.player_id == player_id)
-                .values(loadout=list(loadout)))
-        return res.rowcount == 1
+            res = await conn.execute(
+                update(wallets_t).where(wallets_t.c.player_id == player_id, wallets_t.c.crystals >= price,
+                                        wallets_t.c.next_spin_seed_hash == w.next_spin_seed_hash)
+                .values(crystals=wallets_t.c.crystals - price, next_spin_seed=next_seed,
+                        next_spin_seed_hash=next_hash, updated_at=now))
+            if res.rowcount != 1:
+                raise SpinContention("the wallet changed under its lock; try again")
+            balance = w.crystals - price
+            await conn.execute(insert(spins_t).values(**spin))
+            await self._ledger(conn, player_id, CRYSTALS, "spin", -price, balance, ref=spin["id"], now=now)
+            if prize is not None:
+                left = await self._add_special(conn, player_id, prize["special"], prize["matches"], now)
+                await self._ledger(conn, player_id, prize["special"], "prize", prize["matches"], left,
+                                   ref=spin["id"], now=now)
+        return {**spin, "balance": balance, "next_seed_hash": next_hash}
 
     # -- settling lifetimes ------------------------------------------------------------------
     async def unsettled_matches(self, game: str = "conquest", limit: int = 200) -> list[dict[str, Any]]:

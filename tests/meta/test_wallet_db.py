@@ -20,7 +20,6 @@ from app.db.repo import Repository
 from app.db.wallet import (
     CRYSTALS,
     InsufficientCrystals,
-    SpinContention,
     WalletRepository,
 )
 from tests.conftest import make_db_url
@@ -147,24 +146,25 @@ async def test_lifetime_counts_once_per_finished_match_across_nodes_5_1_2(two_no
     await assert_ledger_explains_balances(a, p2)
 
 
-async def test_spins_that_keep_losing_the_race_change_nothing(two_nodes):
-    """With no retries, racing spins that find the commitment moved give up (503 ``busy`` over
-    REST) without taking anything; the balance is the price times the spins that went through."""
+async def test_racing_spins_of_one_player_queue_and_all_paid_ones_succeed(two_nodes):
+    """Many spins of one player at once on two nodes, with the balance for all of them: they queue on
+    the wallet's row lock and every one succeeds, each with its own committed seed, in a chain."""
     repo, (a, b) = two_nodes
     pid = await new_player(repo)
     await a.grant_crystals(pid, 20 * 12, actor="admin", reason="t")
-
-    async def one(w: WalletRepository, i: int):
-        try:
-            return await w.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed=str(i), attempts=1)
-        except SpinContention as exc:
-            return exc
-
-    results = await asyncio.gather(*(one(a if i % 2 else b, i) for i in range(12)))
-    won = sum(isinstance(r, dict) for r in results)
-    assert won >= 1 and all(isinstance(r, (dict, SpinContention)) for r in results)
-    assert (await a.wallet(pid))["crystals"] == 20 * (12 - won)
-    assert len(await a.spins(pid)) == won
+    first_commitment = (await a.wallet(pid))["next_spin_seed_hash"]
+    results = await asyncio.gather(*(w.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed=str(i))
+                                     for i, w in enumerate([a, b] * 6)))
+    assert (await a.wallet(pid))["crystals"] == 0
+    # the spins form one chain of commitments: each used the hash the previous one published
+    by_hash = {r["seed_hash"]: r for r in results}
+    assert len(by_hash) == 12 and first_commitment in by_hash
+    chain, h = [], first_commitment
+    while h in by_hash:
+        chain.append(by_hash[h])
+        h = by_hash[h]["next_seed_hash"]
+    assert len(chain) == 12
+    assert len(await a.spins(pid)) == 12
     await assert_ledger_explains_balances(a, pid)
 
 
