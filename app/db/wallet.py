@@ -225,6 +225,14 @@ class WalletRepository:
                                    ref=spin["id"], now=now)
         return {**spin, "balance": balance, "next_seed_hash": next_hash}
 
+    async def set_seat_loadout(self, lobby_id: str, seat: int, player_id: str, loadout: Sequence[str]) -> bool:
+        """Store the loadout of a seat, only if ``player_id`` still sits there. Returns whether it did."""
+        async with self.engine.begin() as conn:
+            res = await conn.execute(update(seats_t).where(
+                seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat, seats_t.c.player_id == player_id)
+                .values(loadout=list(loadout)))
+        return res.rowcount == 1
+
     # -- settling lifetimes ------------------------------------------------------------------
     async def unsettled_matches(self, game: str = "conquest", limit: int = 200) -> list[dict[str, Any]]:
         """Ended (finished or aborted) matches of ``game`` whose specials are not counted yet."""
