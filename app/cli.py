@@ -11,6 +11,7 @@ import asyncio
 import errno
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -551,14 +552,16 @@ def _demo_cmd(game: str, players: int, url: str | None, bot: str, options: str, 
     proc = None
     tmp = None
     log_file = None
+    admin_token = None
     try:
         if url is None:
+            admin_token = secrets.token_urlsafe(24)  # conquest: the demo grants its host specials
             port = _free_port()
             tmp = tempfile.TemporaryDirectory(prefix="bannerfall-demo-")
             log_path = Path(tmp.name) / "server.log"
             env = {**os.environ, "BANNERFALL_PORT": str(port), "BANNERFALL_HOST": "127.0.0.1",
                    "BANNERFALL_DATABASE_URL": f"sqlite+aiosqlite:///{Path(tmp.name) / 'demo.db'}",
-                   "BANNERFALL_LOG_LEVEL": "warning", "BANNERFALL_REDIS_URL": ""}
+                   "BANNERFALL_LOG_LEVEL": "warning", "BANNERFALL_REDIS_URL": "", "BANNERFALL_ADMIN_TOKEN": admin_token}
             env.pop("BANNERFALL_REDIS_URL")
             log_file = open(log_path, "wb")  # noqa: SIM115 - the server writes to it until stopped
             # a session of its own: Ctrl-C reaches the demo only, which then stops the server quietly
@@ -569,7 +572,7 @@ def _demo_cmd(game: str, players: int, url: str | None, bot: str, options: str, 
         else:
             url = normalise_url(url)
             _wait_healthy(url, None, 3.0)
-        code = asyncio.run(_demo(url, game, players, bot, opts, quiet))
+        code = asyncio.run(_demo(url, game, players, bot, opts, quiet, admin_token))
     finally:
         if proc is not None:
             proc.terminate()
@@ -598,7 +601,36 @@ def demo(game: str = typer.Option("provinces", help="provinces | conquest | warr
     _run(_demo_cmd, game, players, url, bot, options, quiet)
 
 
-async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, quiet: bool) -> int:
+async def _demo_specials(rest, url: str, admin_token: str | None) -> list[str] | None:
+    """Conquest demo on its own server: an admin grants the host the specials the engine's bot would
+    bring, for 2 matches, so the host's seat brings them too (conquest.md 5)."""
+    if admin_token is None:
+        return None
+    from app.client import RestClient
+    from app.meta.loadouts import bot_loadout
+
+    loadout = bot_loadout(0)
+    me = await rest.me()
+    async with RestClient(url, admin_token) as admin:
+        for special in loadout:
+            await admin.admin_grant_special(me["id"], special, 2, "demo")
+    return loadout
+
+
+async def _specials_left(rest, loadout: list[str]) -> dict[str, int]:
+    """The host's matches left per special once the finished match is counted (it is counted as the
+    match ends, in the background: wait a little for it)."""
+    left: dict[str, int] = {}
+    for _ in range(50):
+        left = {s["id"]: s["matches_left"] for s in (await rest.inventory())["specials"]}
+        if all(left.get(s, 0) < 2 for s in loadout):
+            break
+        await asyncio.sleep(0.1)
+    return left
+
+
+async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, quiet: bool,
+                admin_token: str | None = None) -> int:
     """Play one bot match on ``url``; the lobby is closed again if anything fails before it starts."""
     import httpx
     import websockets
@@ -619,7 +651,8 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
         try:
             # the host's own seat is a bot too, named like the server's bots (seat 0)
             await rest.register(f"{bot_kind}-bot-0")
-            lobby = await rest.create_lobby(game, seats, options)
+            loadout = await _demo_specials(rest, url, admin_token) if game == "conquest" else None
+            lobby = await rest.create_lobby(game, seats, options, loadout=loadout)
             lobby_id = lobby["id"]
             await rest.fill_bots(lobby_id, bot_kind)
             lobby = await rest.start(lobby_id)
@@ -629,6 +662,9 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
             names = {s["seat"]: s["name"] or f"seat {s['seat']}" for s in match["seats"]}
             console.print(f"{title}: {seats} {bot_kind} bots ({', '.join(names[i] for i in sorted(names))}) on {url}")
             console.print(f"match {match_id[:8]} started; seed sha256 {match['seed_hash'][:16]}…")
+            loadouts = match["options"].get("loadouts") or []
+            for seat, brought in enumerate(loadouts if game == "conquest" else []):
+                console.print(f"  {names.get(seat, seat)} brings {', '.join(brought) or 'no specials'}", markup=False)
             sock = MatchSocket(url, match_id, rest.token)
             await sock.connect()
             brain = make_bot(game, bot_kind, 1)
@@ -667,6 +703,11 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
     console.print(f"match over after {ended['version']} actions in {elapsed:.1f} s: "
                   f"{reason_text(game, outcome.get('reason'))}", markup=False)
     console.print(f"seed revealed: {ended.get('seed')}", markup=False)
+    if loadout:
+        async with RestClient(url, rest.token, timeout=15.0) as again:
+            left = await _specials_left(again, loadout)
+        console.print("host's specials after the match: "
+                      + ", ".join(f"{s} {left.get(s, 0)} match(es) left" for s in loadout), markup=False)
     console.print("standings:")
     for line in _standings(game, outcome, names):
         console.print(line, markup=False)
@@ -681,6 +722,51 @@ async def _close_lobby(rest, lobby_id: str | None, started: bool) -> None:
         await asyncio.wait_for(rest.leave(lobby_id), 5)
     except Exception:  # noqa: BLE001, S110 - best-effort cleanup
         pass
+
+
+# --- verify-spin ------------------------------------------------------------------------------
+
+async def _load_spin(spin_id: str, url: str) -> dict[str, Any] | None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from app.db.wallet import WalletRepository
+
+    engine = create_async_engine(url, connect_args=_connect_args(url))
+    try:
+        try:
+            return await WalletRepository(engine).spin(spin_id.strip())
+        except Exception as exc:
+            if _debug():
+                raise
+            _fail(database_problem(exc, url))
+    finally:
+        await engine.dispose()
+
+
+def _verify_spin(spin_id: str, database_url: str | None) -> None:
+    from app.meta.slot import verify_spin
+
+    url, _source = _read_database_url(database_url)
+    spin = asyncio.run(_load_spin(spin_id, url))
+    if spin is None:
+        _fail(f"no spin {spin_id} in {shown_url(url)}")
+    problems = verify_spin(spin)
+    prize = spin["prize"]
+    won = f"{prize['special']} for {prize['matches']} matches" if prize else "nothing"
+    typer.echo(f"spin {spin['id']}: reels {' | '.join(spin['reels'])}; prize: {won}")
+    if problems:
+        for p in problems:
+            typer.echo(f"FAIL: {spin['id']}: {p}")
+        raise typer.Exit(EXIT_FAILED)
+    typer.echo(f"ok: sha256(seed) = {spin['seed_hash']}; reels and prize reproduced")
+
+
+@cli.command("verify-spin")
+def verify_spin_command(spin_id: str = typer.Argument(..., help="a spin id"),
+                        database_url: str | None = typer.Option(None, help=_DB_HELP)) -> None:
+    """Check a slot machine spin: its seed against the hash published before it, and its reels and
+    prize recomputed from the seed, the client seed, the reel strip and the paytable it was played with."""
+    _run(_verify_spin, spin_id, database_url)
 
 
 def main() -> None:

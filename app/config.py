@@ -11,6 +11,13 @@ from functools import cached_property
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: Default reel strip: each special once and five blanks (20 symbols).
+_DEFAULT_STRIP = (
+    "shield", "scout", "loyalty", "spy", "corruption", "big_brother", "read_hand", "hound", "joker",
+    "double_hand", "double_set", "double_income", "full_double_income", "insurance", "free_fold",
+    "blank", "blank", "blank", "blank", "blank",
+)
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BANNERFALL_", env_file=None, extra="ignore")
@@ -75,6 +82,51 @@ class Settings(BaseSettings):
             if url.startswith(plain):
                 return async_ + url[len(plain):]
         return url
+
+    # -- the meta-game of Hold'em Conquest (conquest.md 5; docs/operations.md "Meta-game") ----------
+    #: Crystals one slot machine spin costs (seed §5.2.4: 20 cents at the cheapest purchase rate;
+    #: the default assumes 100 crystals a dollar).
+    spin_price: int = Field(20, ge=1, le=1_000_000)
+    #: The symbols of each of the three reels (every reel the same strip; a symbol listed twice is
+    #: twice as likely). A symbol is a special id or ``blank``.
+    spin_strip: list[str] = Field(default_factory=lambda: list(_DEFAULT_STRIP), min_length=1, max_length=256)
+    #: Reels showing the same special -> the matches that special is won for (seed §5.1.2: 1-10 by
+    #: level). Keys ``"1"``, ``"2"``, ``"3"``; a missing key or 0 wins nothing.
+    spin_paytable: dict[str, int] = Field(default_factory=lambda: {"2": 3, "3": 10})
+    #: Special costs in mana copied into every Conquest match's options (overrides of the engine's
+    #: defaults, ``app.games.conquest.specials.DEFAULT_SPECIAL_COSTS``).
+    special_costs: dict[str, int] = Field(default_factory=dict)
+    #: Seconds between sweeps that count finished matches' specials (settled at once on the node
+    #: that ran the match; the sweep catches what a crash left).
+    settle_sweep_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("spin_strip")
+    @classmethod
+    def _check_strip(cls, value: list[str]) -> list[str]:
+        from app.games.conquest.specials import SPECIALS
+
+        unknown = sorted(set(value) - set(SPECIALS) - {"blank"})
+        if unknown:
+            raise ValueError(f"unknown reel symbols {unknown} (special ids or 'blank')")
+        return value
+
+    @field_validator("spin_paytable")
+    @classmethod
+    def _check_paytable(cls, value: dict[str, int]) -> dict[str, int]:
+        for key, matches in value.items():
+            if key not in ("1", "2", "3") or not 0 <= matches <= 10:
+                raise ValueError("spin_paytable maps '1'/'2'/'3' to 0-10 matches (seed §5.1.2)")
+        return value
+
+    @field_validator("special_costs")
+    @classmethod
+    def _check_costs(cls, value: dict[str, int]) -> dict[str, int]:
+        from app.games.conquest.specials import MAX_SPECIAL_COST, SPECIALS
+
+        for special, cost in value.items():
+            if special not in SPECIALS or not 0 <= cost <= MAX_SPECIAL_COST:
+                raise ValueError(f"special_costs: {special!r} must be a special id with a cost 0-{MAX_SPECIAL_COST}")
+        return value
 
     @cached_property
     def node(self) -> str:

@@ -15,12 +15,13 @@ from sqlalchemy import text
 
 from app.api import errors
 from app.api.deps import hash_token
-from app.api.routes import admin, games, lobbies, matches, players
+from app.api.routes import admin, games, inventory, lobbies, matches, players
 from app.api.ws import router as ws_router
 from app.config import Settings
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
 from app.db.repo import Repository
+from app.db.wallet import WalletRepository
 from app.infra.backends import make_backends
 from app.infra.leases import LeaseKeeper
 from app.metrics import Metrics
@@ -28,6 +29,7 @@ from app.runtime.bots import BotRunner
 from app.runtime.logwriter import LogWriter
 from app.runtime.cluster import Cluster
 from app.runtime.manager import MatchManager
+from app.meta.settlement import Settler
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -72,6 +74,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
                           multi_node=backends.mode == "redis")
         manager.cluster = cluster
+        wallets = WalletRepository(engine)
+        settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
+        manager.on_match_ended = settler.match_ended
+        app.state.wallets, app.state.settler = wallets, settler
         manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
         app.state.metrics.links.set_function(lambda: len(cluster.links))
         app.state.metrics.remote_peers.set_function(lambda: len(cluster.remote_peers))
@@ -80,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.started_at = time.time()
         await cluster.start()
         await manager.start()
+        await settler.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
@@ -93,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if bots:
                 await bots.stop()
             await manager.stop()
+            await settler.stop()
             await writer.stop()
             await cluster.stop()
             await backends.close()
@@ -104,8 +112,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
-    for module in (players, games, lobbies, matches, admin):
+    for module in (players, inventory, games, lobbies, matches, admin):
         app.include_router(module.router, prefix="/api/v1")
+    app.include_router(inventory.admin_router, prefix="/api/v1")
     app.include_router(ws_router)
 
     @app.get("/healthz", tags=["ops"])

@@ -71,12 +71,14 @@ class LobbyCreate(StrictRequest):
     game: Text = Field(max_length=32)
     seats: int = Field(ge=1, le=MAX_SEATS)
     options: dict[Text, Any] = Field(default_factory=dict, description="the game's options (see its options_schema)")
+    loadout: list[Text] | None = Field(None, max_length=15, description="Conquest: owned special ids the host brings")
 
 
 class SeatPublic(BaseModel):
     seat: int
     player: PlayerPublic | None = None
     bot: str | None = None
+    loadout: list[str] | None = Field(None, description="Conquest: the specials this seat brings")
 
 
 class LobbyPublic(BaseModel):
@@ -93,6 +95,7 @@ class LobbyPublic(BaseModel):
 
 class JoinRequest(StrictRequest):
     seat: int | None = Field(None, ge=0, lt=MAX_SEATS, description="a seat number, or none for the first free seat")
+    loadout: list[Text] | None = Field(None, max_length=15, description="Conquest: owned special ids you bring")
 
 
 class BotsRequest(StrictRequest):

@@ -60,8 +60,12 @@ class RestClient:
     async def games(self) -> list[dict[str, Any]]:
         return await self.request("GET", "/games")
 
-    async def create_lobby(self, game: str, seats: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.request("POST", "/lobbies", json={"game": game, "seats": seats, "options": options or {}})
+    async def create_lobby(self, game: str, seats: int, options: dict[str, Any] | None = None,
+                           loadout: list[str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"game": game, "seats": seats, "options": options or {}}
+        if loadout is not None:
+            body["loadout"] = loadout
+        return await self.request("POST", "/lobbies", json=body)
 
     async def lobbies(self, game: str | None = None) -> list[dict[str, Any]]:
         return await self.request("GET", "/lobbies", params={"game": game} if game else None)
@@ -69,8 +73,11 @@ class RestClient:
     async def lobby(self, lobby_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/lobbies/{lobby_id}")
 
-    async def join(self, lobby_id: str, seat: int | None = None) -> dict[str, Any]:
-        return await self.request("POST", f"/lobbies/{lobby_id}/join", json={"seat": seat})
+    async def join(self, lobby_id: str, seat: int | None = None, loadout: list[str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"seat": seat}
+        if loadout is not None:
+            body["loadout"] = loadout
+        return await self.request("POST", f"/lobbies/{lobby_id}/join", json=body)
 
     async def leave(self, lobby_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/lobbies/{lobby_id}/leave")
@@ -98,3 +105,31 @@ class RestClient:
 
     async def admin_abort(self, match_id: str, reason: str = "aborted by an admin") -> dict[str, Any]:
         return await self.request("POST", f"/admin/matches/{match_id}/abort", json={"reason": reason})
+
+    # the meta-game (conquest.md 5)
+    async def inventory(self) -> dict[str, Any]:
+        return await self.request("GET", "/players/me/inventory")
+
+    async def ledger(self, limit: int = 100) -> list[dict[str, Any]]:
+        return await self.request("GET", "/players/me/ledger", params={"limit": limit})
+
+    async def next_spin(self) -> dict[str, Any]:
+        return await self.request("GET", "/players/me/spins/next")
+
+    async def spin(self, client_seed: str = "") -> dict[str, Any]:
+        return await self.request("POST", "/players/me/spins", json={"client_seed": client_seed})
+
+    async def verify_spin(self, spin_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/spins/{spin_id}/verify")
+
+    async def set_loadout(self, lobby_id: str, loadout: list[str]) -> dict[str, Any]:
+        return await self.request("PUT", f"/lobbies/{lobby_id}/loadout", json={"loadout": loadout})
+
+    async def admin_grant_crystals(self, player_id: str, amount: int, reason: str = "test") -> dict[str, Any]:
+        return await self.request("POST", f"/admin/players/{player_id}/crystals",
+                                  json={"amount": amount, "reason": reason})
+
+    async def admin_grant_special(self, player_id: str, special: str, matches: int,
+                                  reason: str = "test") -> dict[str, Any]:
+        return await self.request("POST", f"/admin/players/{player_id}/specials",
+                                  json={"special": special, "matches": matches, "reason": reason})

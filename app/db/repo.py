@@ -194,7 +194,7 @@ class Repository:
             else:
                 await conn.execute(
                     update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat.in_(mine))
-                    .values(player_id=None, bot=None))
+                    .values(player_id=None, bot=None, loadout=None))  # the next player brings their own
             out = await self._lobby_in(conn, lobby_id)
             assert out is not None
             return out

@@ -41,6 +41,8 @@ class MatchManager:
         #: called with the lag in seconds of each deadline that applied defaults (metrics)
         self.on_deadline_lag: Callable[[float], None] | None = None
         self._tasks: set[asyncio.Task] = set()
+        #: called with a match's meta when it ends here, durably (the meta-game settles specials)
+        self.on_match_ended: Callable[[dict[str, Any]], None] | None = None
 
     async def start(self) -> None:
         self.timers.set_callback(self._on_due)
@@ -157,6 +159,8 @@ class MatchManager:
             del self.runners[runner.match_id]
         if not runner.failed:
             self._remember_finished(runner)
+            if self.on_match_ended is not None:
+                self.on_match_ended(runner.meta)
         if self.cluster is not None:
             self._spawn(self.cluster.release(runner.match_id))
 

@@ -76,16 +76,19 @@ def test_conquest_specials_change_what_one_player_sees(pages, live_server):
     """ann brings spy and scout (section 5): after activating them her board shows the neutral flops
     and bob's table's flop, marked as seen through a special; bob's board shows none of it.
 
-    The match is created with ``loadouts`` set directly in the lobby options over REST (the test
-    helper route the brief allows while the meta-game's loadout REST is not merged; once it is,
-    lobby options refuse ``loadouts`` and this setup should pick the loadout at lobby join)."""
+    The specials reach ann the meta-game's way: an admin grants them (audited) and she brings them
+    with the ``loadout`` of the lobby she creates (lobby options refuse ``loadouts``)."""
     ann = pages.new()
     sign_in(ann, "ann")
     bob = pages.new()
     sign_in(bob, "bob")
-    options = {"loadouts": [["spy", "scout", "hound"], []], "phase_seconds": 120, "decision_seconds": 60,
-               "max_rounds": 3}
-    lobby = rest(live_server, "POST", "/lobbies", _token(ann), json={"game": "conquest", "seats": 2, "options": options})
+    ann_id = ann.evaluate("JSON.parse(localStorage.getItem('bannerfall.player')).player.id")
+    for special in ("spy", "scout", "hound"):
+        rest(live_server, "POST", f"/admin/players/{ann_id}/specials", live_server.admin_token,
+             json={"special": special, "matches": 2, "reason": "browser test"})
+    options = {"phase_seconds": 120, "decision_seconds": 60, "max_rounds": 3}
+    lobby = rest(live_server, "POST", "/lobbies", _token(ann), json={
+        "game": "conquest", "seats": 2, "options": options, "loadout": ["spy", "scout", "hound"]})
     rest(live_server, "POST", f"/lobbies/{lobby['id']}/join", _token(bob))
     started = rest(live_server, "POST", f"/lobbies/{lobby['id']}/start", _token(ann))
     for page in (ann, bob):

@@ -9,12 +9,27 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import ValidationError
 
-from app.api.deps import ManagerDep, PlayerDep, RepoDep, hash_token
+from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep, hash_token
 from app.api.errors import ApiError, not_found, responses
-from app.api.schemas import (BotsRequest, JoinRequest, LobbyCreate, LobbyPublic, PlayerPublic, SeatPublic,
-                             Text)
+from app.api.routes.inventory import WalletsDep
+from app.api.schemas import (
+    BotsRequest,
+    JoinRequest,
+    LobbyCreate,
+    LobbyPublic,
+    PlayerPublic,
+    SeatPublic,
+    Text,
+)
 from app.db.repo import LobbyRefused, Repository
+from app.db.wallet import WalletRepository
 from app.games import registry
+from app.meta.loadouts import (
+    RESERVED_OPTIONS,
+    LoadoutError,
+    check_loadout,
+    start_options,
+)
 from app.runtime.bots import bot_class
 
 router = APIRouter(prefix="/lobbies", tags=["lobbies"])
@@ -22,12 +37,24 @@ router = APIRouter(prefix="/lobbies", tags=["lobbies"])
 LobbyId = Annotated[Text, Path(max_length=64, description="a lobby id")]
 
 
+async def _checked_loadout(wallets: WalletRepository, game_id: str, loadout: list[str] | None,
+                           player_id: str) -> list[str]:
+    """A loadout the player may bring (conquest.md 5), else ApiError 422 with the LoadoutError's code."""
+    if not loadout:
+        return []
+    try:
+        return check_loadout(game_id, loadout, await wallets.owned(player_id))
+    except LoadoutError as exc:
+        raise ApiError(422, exc.code, exc.message) from None
+
+
 async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
     players = await repo.players(s["player_id"] for s in lobby["seats"] if s["player_id"])
     seats = []
     for s in lobby["seats"]:
         p = players.get(s["player_id"]) if s["player_id"] else None
-        seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None))
+        seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None,
+                                loadout=s.get("loadout")))
     return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k != "seats"})
 
 
@@ -43,11 +70,17 @@ async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
 
 
 @router.post("", response_model=LobbyPublic, status_code=201, responses=responses(401, 404))
-async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep) -> LobbyPublic:
-    """Create a lobby; the host takes seat 0. Options are validated against the game's schema."""
+async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wallets: WalletsDep) -> LobbyPublic:
+    """Create a lobby; the host takes seat 0. Options are validated against the game's schema;
+    ``loadouts``/``special_costs`` are the server's (422 ``reserved_option``); a ``loadout`` is
+    checked against what the host owns (422 ``special_not_owned`` and others, conquest.md 5)."""
     game = registry().get(body.game)
     if game is None:
         raise ApiError(404, "unknown_game", f"no game {body.game!r}")
+    reserved = [k for k in RESERVED_OPTIONS if k in body.options]
+    if reserved:
+        raise ApiError(422, "reserved_option", f"{', '.join(reserved)}: filled by the server at start")
+    loadout = await _checked_loadout(wallets, game.id, body.loadout, player["id"])
     if not game.min_seats <= body.seats <= game.max_seats:
         raise ApiError(422, "bad_seat_count", f"{game.id} takes {game.min_seats}-{game.max_seats} seats")
     try:
@@ -59,6 +92,8 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep) -> L
     lobby = {"id": uuid.uuid4().hex, "game": game.id, "options": options, "seat_count": body.seats,
              "host_id": player["id"], "status": "open", "match_id": None, "created_at": time.time()}
     await repo.create_lobby(lobby, player["id"])
+    if loadout:
+        await wallets.set_seat_loadout(lobby["id"], 0, player["id"], loadout)
     return await lobby_public(repo, await repo.lobby(lobby["id"]))
 
 
@@ -89,14 +124,24 @@ def _refused(exc: LobbyRefused) -> ApiError:
 
 
 @router.post("/{lobby_id}/join", response_model=LobbyPublic, responses=responses(401, 404, 409))
-async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, body: JoinRequest | None = None) -> LobbyPublic:
+async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
+               body: JoinRequest | None = None) -> LobbyPublic:
     """Take a seat: the first free one, or ``seat``. Idempotent: a player who already holds a seat in
     this lobby gets ``200`` and the lobby with that seat, whatever ``seat`` asks, so parallel or
-    repeated joins all give the same answer and one seat (docs/protocol.md, "Lobbies")."""
+    repeated joins all give the same answer and one seat (docs/protocol.md, "Lobbies"). Conquest:
+    ``loadout`` names owned specials to bring (422 ``special_not_owned`` etc., nothing taken)."""
+    loadout: list[str] = []
+    if body is not None and body.loadout:
+        found = await repo.lobby(lobby_id)
+        if found is not None:
+            loadout = await _checked_loadout(wallets, found["game"], body.loadout, player["id"])
     try:
         lobby = await repo.join_lobby(lobby_id, player["id"], body.seat if body else None)
     except LobbyRefused as exc:
         raise _refused(exc) from None
+    mine = next((s for s in lobby["seats"] if s["player_id"] == player["id"]), None)
+    if loadout and mine is not None and await wallets.set_seat_loadout(lobby_id, mine["seat"], player["id"], loadout):
+        lobby = await repo.lobby(lobby_id) or lobby
     return await lobby_public(repo, lobby)
 
 
@@ -136,7 +181,8 @@ async def fill_bots(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep,
 
 
 @router.post("/{lobby_id}/start", response_model=LobbyPublic, responses=responses(401, 403, 404, 409))
-async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: ManagerDep) -> LobbyPublic:
+async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: ManagerDep, wallets: WalletsDep,
+                settings: SettingsDep) -> LobbyPublic:
     """Start the match (host only, every seat filled). The lobby's ``match_id`` names it. The seats
     are read, the match inserted and the lobby marked started in one transaction under the lobby's
     lock, so a concurrent leave or join either happened before (and is in the match) or is refused."""
@@ -144,8 +190,12 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
     if lobby["host_id"] != player["id"]:  # the host never changes: no lock needed to check it
         raise ApiError(403, "not_host", "only the host can start")
     seats = [{"player_id": s["player_id"], "name": "", "bot": s["bot"]} for s in lobby["seats"]]
+    # Conquest: every seat's loadout (checked again against what each player owns now) and the
+    # configured costs go into the match's options (conquest.md 5)
+    owned = {s["player_id"]: await wallets.owned(s["player_id"]) for s in lobby["seats"] if s.get("loadout")}
+    options, _loadouts = start_options(lobby["game"], lobby["options"], lobby["seats"], owned, settings.special_costs)
     try:
-        await manager.create_match(lobby["game"], lobby["options"], seats, lobby_id=lobby_id)
+        await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id)
     except LobbyRefused as exc:
         raise _refused(exc) from None
     started = await repo.lobby(lobby_id)

@@ -4,9 +4,13 @@
 import { api, ApiError } from "../js/api.js";
 import { h, replace, fmtTime, shortId, words, seatColour, toast } from "../js/dom.js";
 import { gameModule, promptText } from "../js/match.js";
+import { grantsPanel } from "./grants.js";
 import { loadWording, describeEvent } from "../js/wording.js";
 
 const TOKEN_KEY = "bannerfall.admin";
+// Hold'em Conquest specials in table order (conquest.md 5), for the grant form
+const SPECIAL_IDS = ["shield", "scout", "loyalty", "spy", "corruption", "big_brother", "read_hand", "hound", "joker",
+  "double_hand", "double_set", "double_income", "full_double_income", "insurance", "free_fold"];
 const root = document.getElementById("app");
 const who = document.getElementById("who");
 
@@ -92,7 +96,8 @@ async function console_() {
       h("div.filters", h("label", "Status ", statusSel), h("label", "Game ", gameSel),
         h("button.small", { type: "button", on: { click: () => refreshList() } }, "refresh")),
       list),
-    detailBox));
+    detailBox,
+    grantsPanel(adminApi, SPECIAL_IDS)));
 
   let listRequest = 0;
   async function refreshList() {

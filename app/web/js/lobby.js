@@ -1,8 +1,11 @@
 // Home (guest sign-in, games, open lobbies, matches) and the lobby room.
 import { api, ApiError, savedPlayer, savePlayer } from "./api.js";
 import { h, replace, shortId, words, toast, fmtTime } from "./dom.js";
+import { loadoutPicker, symbolOf } from "./inventory.js";
 
 let gamesCache = null;
+// options the server fills at match start (conquest.md 5); a lobby may not set them
+const SERVER_FILLED = new Set(["loadouts", "special_costs"]);
 
 export async function games() {
   if (!gamesCache) gamesCache = await api("GET", "/games", undefined, null);
@@ -106,7 +109,7 @@ function createForm(all) {
     if (!(v >= game.min_seats && v <= game.max_seats)) seats.value = Math.min(Math.max(v || 3, game.min_seats), game.max_seats);
     const props = game.options_schema?.properties || {};
     // readOnly options are filled by the server at match start (e.g. Conquest's loadouts): not a form field
-    replace(optionsBox, Object.entries(props).filter(([, schema]) => !schema.readOnly).map(([key, schema]) => {
+    replace(optionsBox, Object.entries(props).filter(([key, schema]) => !schema.readOnly && !SERVER_FILLED.has(key)).map(([key, schema]) => {
       const id = `opt-${key}`;
       let input;
       if (schema.enum) {
@@ -211,6 +214,7 @@ export async function renderLobby(root, id, { stillHere }) {
   replace(root, box);
   await games().catch(() => null);
   let busy = false;
+  let owned = null; // Conquest: the specials I own, for the loadout picker (fetched once)
 
   async function call(method, path, body) {
     busy = true;
@@ -238,6 +242,10 @@ export async function renderLobby(root, id, { stillHere }) {
       location.hash = `#/match/${lobby.match_id}`;
       return;
     }
+    if (lobby.game === "conquest" && owned === null) {
+      owned = (await api("GET", "/players/me/inventory").catch(() => ({ specials: [] }))).specials;
+      if (!stillHere()) return;
+    }
     draw(lobby);
     setTimeout(refresh, 1000);
   }
@@ -249,14 +257,17 @@ export async function renderLobby(root, id, { stillHere }) {
     const game = gamesCache?.find((g) => g.id === lobby.game);
     const kinds = game?.bot_kinds?.length ? game.bot_kinds : ["random"];
     const kindSel = h("select#bot-kind", kinds.map((k) => h("option", { value: k }, `${k} bot`)));
-    const options = Object.entries(lobby.options || {}).map(([k, v]) => `${words(k)}: ${words(v)}`).join(" · ");
+    const options = Object.entries(lobby.options || {}).filter(([k]) => !SERVER_FILLED.has(k)).map(([k, v]) => `${words(k)}: ${words(v)}`).join(" · ");
     replace(box,
       h("h2", `${gameTitle(lobby.game)} lobby`),
       h("p.muted", options),
       h("ol.seats", lobby.seats.map((s) => h("li", { dataset: { seat: s.seat } },
         s.player ? [h("strong", s.player.name), s.bot ? h("span.tag", `${s.bot} bot`) : null,
-          s.player.id === lobby.host_id ? h("span.tag", "host") : null, s.player.id === me.player.id ? h("span.tag.you", "you") : null]
+          s.player.id === lobby.host_id ? h("span.tag", "host") : null, s.player.id === me.player.id ? h("span.tag.you", "you") : null,
+          s.loadout?.length ? h("span.seat-loadout", s.loadout.map((x) => h("span.tag.special", { title: words(x), dataset: { special: x } }, `${symbolOf(x)} ${words(x)}`))) : null]
           : h("span.muted", "empty seat")))),
+      lobby.game === "conquest" && lobby.status === "open" && seated
+        ? loadoutPicker(id, owned || [], lobby.seats.find((s) => s.player?.id === me.player.id)?.loadout, draw) : null,
       lobby.status !== "open" ? h("p.error", `This lobby is ${lobby.status}.`) : null,
       lobby.status === "open" && isHost ? h("div.row",
         kindSel,

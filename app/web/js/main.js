@@ -3,6 +3,7 @@ import { savedPlayer, savePlayer, api } from "./api.js";
 import { h, replace } from "./dom.js";
 import { renderHome, renderLobby, renderWelcome } from "./lobby.js";
 import { renderMatch } from "./match.js";
+import { renderInventory } from "./inventory.js";
 
 const root = document.getElementById("app");
 const who = document.getElementById("who");
@@ -11,7 +12,8 @@ let generation = 0;
 
 function showWho() {
   const me = savedPlayer();
-  replace(who, me ? [h("span", "Playing as ", h("strong#me-name", me.player.name)),
+  replace(who, me ? [h("a#nav-inventory.button.small", { href: "#/inventory" }, "Specials & slot machine"),
+    h("span", "Playing as ", h("strong#me-name", me.player.name)),
     h("button.small.link", { type: "button", on: { click: () => { savePlayer(null); location.hash = "#/"; route(); } } }, "sign out")] : null);
 }
 
@@ -33,6 +35,8 @@ async function route() {
   document.body.dataset.page = page || "home";
   if (page === "lobby" && id) {
     await renderLobby(root, id, { stillHere });
+  } else if (page === "inventory") {
+    await renderInventory(root, { stillHere });
   } else if (page === "match" && id) {
     const stop = await renderMatch(root, id, { stillHere });
     if (stillHere()) cleanup = stop;
