@@ -13,6 +13,7 @@ import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.api.deps import player_for_token
+from app.api.limits import admit_socket, release_socket
 from app.games.base import ADMIN, SPECTATOR
 from app.runtime.match import CLOSE_SLOW
 from app.runtime.wire import encode, error
@@ -157,6 +158,11 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
         await _send_now(ws, error("forbidden", "admins only"))
         await ws.close(CLOSE_FORBIDDEN)
         return
+    refused = admit_socket(ws, player, meta, hello.get("as"))  # seated admin, sockets per player
+    if refused is not None:
+        await _send_now(ws, error(refused[0], refused[1]))
+        await ws.close(refused[2])
+        return
     conn = Connection(ws, settings.send_queue_size, metrics)
     conn.viewer = viewer
     conn.player_id = player["id"]
@@ -202,6 +208,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
+        release_socket(ws, player)
         metrics.sockets.dec()
         if link is not None:
             link.close()

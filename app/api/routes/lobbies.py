@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from app.api.deps import ManagerDep, PlayerDep, RepoDep, hash_token
 from app.api.errors import ApiError, not_found
+from app.api.limits import BotMatchCap, LobbyCap
 from app.api.schemas import BotsRequest, JoinRequest, LobbyCreate, LobbyPublic, PlayerPublic, SeatPublic
 from app.db.repo import Repository
 from app.games import registry
@@ -38,7 +39,7 @@ async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
 
 
 @router.post("", response_model=LobbyPublic, status_code=201)
-async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep) -> LobbyPublic:
+async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, _cap: LobbyCap) -> LobbyPublic:
     """Create a lobby; the host takes seat 0. Options are validated against the game's schema."""
     game = registry().get(body.game)
     if game is None:
@@ -73,7 +74,8 @@ async def get_lobby(lobby_id: str, repo: RepoDep, _player: PlayerDep) -> LobbyPu
 
 
 @router.post("/{lobby_id}/join", response_model=LobbyPublic)
-async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, body: JoinRequest | None = None) -> LobbyPublic:
+async def join(lobby_id: str, player: PlayerDep, repo: RepoDep, _cap: LobbyCap,
+               body: JoinRequest | None = None) -> LobbyPublic:
     lobby = await _open_lobby(repo, lobby_id)
     if any(s["player_id"] == player["id"] for s in lobby["seats"]):
         raise ApiError(409, "already_seated", "you already have a seat in this lobby")
@@ -123,7 +125,7 @@ async def fill_bots(lobby_id: str, player: PlayerDep, repo: RepoDep, body: BotsR
 
 
 @router.post("/{lobby_id}/start", response_model=LobbyPublic)
-async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: ManagerDep) -> LobbyPublic:
+async def start(lobby_id: str, player: PlayerDep, repo: RepoDep, manager: ManagerDep, _cap: BotMatchCap) -> LobbyPublic:
     """Start the match (host only, every seat filled). The lobby's ``match_id`` names it."""
     lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:
