@@ -34,9 +34,9 @@ def admin_token_problem(token: str) -> str | None:
     or ``openssl rand -hex 32``.
     """
     if len(token) < MIN_ADMIN_TOKEN_CHARS:
-        return f"it has {len(token)} characters, at least {MIN_ADMIN_TOKEN_CHARS} are needed"
+        return f"it is {len(token)} characters long, at least {MIN_ADMIN_TOKEN_CHARS} are needed"
     if len(token) > MAX_TOKEN_CHARS:
-        return f"it has {len(token)} characters, at most {MAX_TOKEN_CHARS} can sign in"
+        return f"it is {len(token)} characters long, at most {MAX_TOKEN_CHARS} can sign in"
     if any(not 33 <= ord(c) <= 126 for c in token):
         return "only printable ASCII characters without spaces can be sent in an Authorization header"
     kinds = sum(1 for chars in _CLASSES if any(c in chars for c in token))
