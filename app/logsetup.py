@@ -24,10 +24,10 @@ FRAME_LOGGERS = ("uvicorn.error", "websockets")
 _FRAME_MESSAGES = frozenset({"< %s", "> %s"})
 
 _PATTERNS = [
+    (re.compile(r"(bearer\s+)[^\s\"',;]+", re.IGNORECASE), r"\1[redacted]"),
     # "token": "...", 'token': '...', token=..., "token_hash": ... (values may be cut short)
     (re.compile(r"""(["']?(?:token|token_hash|admin_token|authorization)["']?\s*[:=]\s*["']?)"""
-                r"""(?!\[redacted\])[^"'\s,;}\])]+""", re.IGNORECASE), r"\1[redacted]"),
-    (re.compile(r"(bearer\s+)[^\s\"',;]+", re.IGNORECASE), r"\1[redacted]"),
+                r"""(?!\[redacted\]|bearer\b)[^"'\s,;}\])]+""", re.IGNORECASE), r"\1[redacted]"),
     (re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{64}(?![0-9a-fA-F])"), "[redacted]"),
     (re.compile(r"revoked:[0-9a-f]+"), "revoked:[redacted]"),
 ]
