@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(65_536, ge=1024)
     #: Requests and socket opens per client address, ``limits`` notation ("N/second;M/minute"); "" = off.
     rate_limit_ip: str = "50/second;1500/minute"
+    #: Client addresses the per-address limits skip (comma-separated): by default this node's own bots
+    #: and local tools. Behind a proxy, make client addresses real with uvicorn's FORWARDED_ALLOW_IPS.
+    rate_limit_exempt: str = "127.0.0.1,::1"
     #: Requests per player (per bearer token); "" = off.
     rate_limit_player: str = "20/second;600/minute"
     #: ``POST /players`` (new guests) per client address; "" = off.

@@ -111,9 +111,7 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> "ServerProcess":
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
-               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}",
-               # every test client comes from 127.0.0.1: per-address limits off unless a test sets them
-               "BANNERFALL_RATE_LIMIT_IP": "", "BANNERFALL_RATE_LIMIT_NEW_PLAYERS": "", **self.extra_env}
+               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}", **self.extra_env}
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,
                                      stdout=self._log, stderr=subprocess.STDOUT)

@@ -131,6 +131,7 @@ class RateLimiter:
         self.per_ip = _parse(settings.rate_limit_ip)
         self.per_player = _parse(settings.rate_limit_player)
         self.new_players = _parse(settings.rate_limit_new_players)
+        self.exempt = frozenset(a.strip() for a in settings.rate_limit_exempt.split(",") if a.strip())
         self._strategy: Any = None
         self._warned_at = 0.0
 
@@ -177,8 +178,9 @@ def _bearer(scope) -> str | None:
 
 
 class RateLimitMiddleware:
-    """Per client address: every HTTP request and every socket opened (``rate_limit_ip``), and
-    ``POST /api/v1/players`` besides (``rate_limit_new_players``); per player: every request with a
+    """Per client address (except ``rate_limit_exempt``): every HTTP request and every socket opened
+    (``rate_limit_ip``), and ``POST /api/v1/players`` besides (``rate_limit_new_players``); per
+    player: every request with a
     bearer token (``rate_limit_player``, keyed by :func:`token_key`). Over a limit: 429
     ``rate_limited`` with ``Retry-After``, or for a socket an ``error`` then close 4429."""
 
@@ -194,9 +196,11 @@ class RateLimitMiddleware:
         limiter = self.limiter
         client = scope.get("client")
         ip = client[0] if client else "unknown"
-        retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip else None
+        by_address = ip not in limiter.exempt
+        retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip and by_address else None
         if retry is None and kind == "http":
-            if limiter.new_players and scope.get("method") == "POST" and scope.get("path") == NEW_PLAYER_PATH:
+            if (limiter.new_players and by_address and scope.get("method") == "POST"
+                    and scope.get("path") == NEW_PLAYER_PATH):
                 retry = await limiter.hit(limiter.new_players, "new-player", ip)
             if retry is None and limiter.per_player:
                 token = _bearer(scope)
