@@ -222,7 +222,7 @@ class RateLimitMiddleware:
             return
         await send({"type": "websocket.accept"})
         await send({"type": "websocket.send", "text": orjson.dumps(
-            {"type": "error", "code": "rate_limited", "message": message, "retry_after": retry}).decode()})
+            {"type": "error", "code": "rate_limited", "message": message}).decode()})
         await send({"type": "websocket.close", "code": CLOSE_RATE_LIMITED, "reason": "rate limited"})
 
 
