@@ -13,6 +13,7 @@ import logging
 import math
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import orjson
@@ -44,7 +45,7 @@ class LimitExceeded(StarletteHTTPException):
         self.message = message
 
 
-def _error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None):
+def _error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Any:
     from fastapi.responses import JSONResponse
 
     return JSONResponse({"code": code, "message": message}, status_code=status, headers=headers)
@@ -246,7 +247,8 @@ async def bot_match_cap(lobby_id: str, request: Request, player: PlayerDep) -> N
 
     cap = request.app.state.settings.max_bot_matches_per_player
     engine = request.app.state.repo.engine
-    if cap and await lobby_has_bots(engine, lobby_id) and await running_bot_matches_hosted_by(engine, player["id"]) >= cap:
+    if (cap and await lobby_has_bots(engine, lobby_id)
+            and await running_bot_matches_hosted_by(engine, player["id"]) >= cap):
         raise LimitExceeded(429, "too_many_bot_matches",
                             f"you host {cap} running matches with bots already: finish one first", CAP_RETRY_SECONDS)
 

@@ -17,26 +17,29 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import Table, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.models import Lobby, LobbySeat, Player
 
-players_t = Player.__table__
-lobbies_t = Lobby.__table__
-seats_t = LobbySeat.__table__
+players_t = cast(Table, Player.__table__)
+lobbies_t = cast(Table, Lobby.__table__)
+seats_t = cast(Table, LobbySeat.__table__)
 
 REVOKED_PREFIX = "revoked:"
 
 
-def _insert(engine: AsyncEngine):
+def _insert(engine: AsyncEngine) -> Any:
+    """``INSERT`` with the dialect's ``on_conflict_do_nothing`` (Postgres and SQLite have it)."""
     if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(players_t)
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(players_t)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(players_t)
 
 
 def _revoked_value() -> str:

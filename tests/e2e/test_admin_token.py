@@ -62,7 +62,8 @@ def test_token_policy_accepts_generated_tokens():
 
 
 def _status(url: str, token: str) -> int:
-    return httpx.get(url + "/api/v1/admin/matches", headers={"Authorization": f"Bearer {token}"}, timeout=10).status_code
+    headers = {"Authorization": f"Bearer {token}"}
+    return httpx.get(url + "/api/v1/admin/matches", headers=headers, timeout=10).status_code
 
 
 def test_a_256_character_token_signs_in_and_rotation_revokes_the_old_one(tmp_path):

@@ -2,6 +2,7 @@
 served from a package (no CDN), and an admin seated in a match refused its admin view."""
 from __future__ import annotations
 
+import asyncio
 import re
 
 import httpx
@@ -87,4 +88,8 @@ async def test_an_admin_seated_in_a_running_match_cannot_open_its_admin_view(srv
         await ws.close()
         # once the seated match is over, its admin view opens
         await admin.admin_abort(match_id, "test over")
+        for _ in range(200):                 # the abort's answer may come before its record is durable
+            if (await admin.match(match_id))["status"] == "aborted":
+                break
+            await asyncio.sleep(0.05)
         assert (await admin.admin_log(match_id))["actions"]
