@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import time
 import uuid
@@ -299,5 +298,16 @@ async def test_rate_limits_are_shared_by_nodes_through_redis():
         await asyncio.to_thread(db.drop)
 
 
-if os.environ.get("BANNERFALL_TEST_NO_LOOPBACK_ALIASES"):  # pragma: no cover - escape hatch
-    pytestmark = pytest.mark.skip("source addresses in 127.0.0.0/8 are not usable here")
+
+
+async def test_rate_limits_let_requests_through_when_redis_is_unreachable(caplog):
+    from app.api.limits import RateLimiter
+    from app.config import Settings
+    from tests.conftest import free_port
+
+    limiter = RateLimiter(Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0", rate_limit_ip="1/minute"))
+    started = time.monotonic()
+    assert await limiter.hit(limiter.per_ip, "ip", "10.9.8.7") is None
+    assert await limiter.hit(limiter.per_ip, "ip", "10.9.8.7") is None      # would be refused if counted
+    assert time.monotonic() - started < 10
+    assert "rate limits not checked" in caplog.text
