@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import sys
 import time
 import uuid
 
@@ -25,8 +26,8 @@ from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess
 
 LIMITS_ENV = {
     "BANNERFALL_MAX_BODY_BYTES": "4096",
-    "BANNERFALL_RATE_LIMIT_IP": "40/second",
-    "BANNERFALL_RATE_LIMIT_PLAYER": "25/second",
+    "BANNERFALL_RATE_LIMIT_IP": "20/second",
+    "BANNERFALL_RATE_LIMIT_PLAYER": "8/second",
     "BANNERFALL_RATE_LIMIT_NEW_PLAYERS": "5/minute",
     "BANNERFALL_MAX_LOBBIES_PER_PLAYER": "2",
     "BANNERFALL_MAX_BOT_MATCHES_PER_PLAYER": "1",
@@ -106,7 +107,7 @@ async def test_new_players_per_address_are_rate_limited_with_retry_after(limited
         assert (await rest._http.post("/api/v1/players", json={"name": "g"})).status_code == 201
 
 
-async def test_open_lobbies_and_bot_matches_are_capped_per_player(limited):
+async def test_open_lobbies_are_capped_per_player(limited):
     host = await registered(limited.url, "127.0.0.6", "host")
     other = await registered(limited.url, "127.0.0.6", "other")
     try:
@@ -122,8 +123,17 @@ async def test_open_lobbies_and_bot_matches_are_capped_per_player(limited):
         answer = await host._http.post("/api/v1/lobbies", json={"game": "provinces", "seats": 2},
                                        headers={"Authorization": f"Bearer {host.token}"})
         assert answer.status_code == 429 and int(answer.headers["retry-after"]) > 0
+        assert first["status"] == "open"
+    finally:
+        await host.close()
+        await other.close()
 
-        # a started match frees its lobby; one running match with bots per host
+
+async def test_running_bot_matches_are_capped_per_host(limited):
+    host = await registered(limited.url, "127.0.0.8", "host")
+    try:
+        # one running match with bots per host (the test server's cap)
+        first = await host.create_lobby("provinces", 2)
         await host.fill_bots(first["id"], "random")
         await host.start(first["id"])
         second_bots = await host.create_lobby("provinces", 2)
@@ -134,7 +144,6 @@ async def test_open_lobbies_and_bot_matches_are_capped_per_player(limited):
         assert (await host.lobby(second_bots["id"]))["status"] == "open"     # nothing changed
     finally:
         await host.close()
-        await other.close()
 
 
 async def test_sockets_per_player_are_capped_with_close_4429(limited):
@@ -193,6 +202,35 @@ class TimedSocket(MatchSocket):
         return msg
 
 
+FLOOD = """
+import asyncio, json, sys, time
+import httpx
+
+async def main(url, address, token, seconds):
+    statuses, retry_after = {}, []
+    end = time.monotonic() + seconds
+
+    async def loop(path, headers):
+        async with httpx.AsyncClient(base_url=url, timeout=10,
+                                     transport=httpx.AsyncHTTPTransport(local_address=address)) as http:
+            for _ in range(3000):                      # bounded in count and time
+                if time.monotonic() > end:
+                    return
+                answer = await http.get(path, headers=headers)
+                statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+                if answer.status_code == 429:
+                    assert answer.json()["code"] == "rate_limited"
+                    retry_after.append(int(answer.headers["retry-after"]))
+
+    auth = {"Authorization": "Bearer " + token}
+    await asyncio.gather(*[loop("/api/v1/lobbies", auth) for _ in range(4)],
+                         *[loop("/api/v1/games", {}) for _ in range(2)])
+    print(json.dumps({"statuses": statuses, "retry_after": retry_after}))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
+"""
+
+
 async def test_a_load_from_one_token_hits_the_limits_while_another_player_keeps_playing(limited):
     attacker_address = "127.0.0.2"
     player = await registered(limited.url, "127.0.0.1", "player")
@@ -202,25 +240,8 @@ async def test_a_load_from_one_token_hits_the_limits_while_another_player_keeps_
     match_id = (await player.start(lobby["id"]))["match_id"]
     sock = TimedSocket(limited.url, match_id, player.token)
     await sock.connect()
-    stop = asyncio.Event()
-    statuses: dict[int, int] = {}
-    retry_after_seen: list[int] = []
     socket_refusals: dict[int, int] = {}
     attacker_sockets = []
-
-    async def flood(path: str, token: str | None) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(base_url=limited.url, timeout=10,
-                                     transport=httpx.AsyncHTTPTransport(local_address=attacker_address)) as http:
-            for _ in range(1500):                        # bounded: stops by itself
-                if stop.is_set():
-                    return
-                answer = await http.get(path, headers=headers)
-                statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
-                if answer.status_code == 429:
-                    assert answer.json()["code"] == "rate_limited"
-                    retry_after_seen.append(int(answer.headers["retry-after"]))
-                    await asyncio.sleep(0.005)
 
     async def open_spectators() -> None:
         for _ in range(12):
@@ -235,30 +256,36 @@ async def test_a_load_from_one_token_hits_the_limits_while_another_player_keeps_
                 assert code == 4429 and first["code"] in ("too_many_sockets", "rate_limited"), first
                 socket_refusals[code] = socket_refusals.get(code, 0) + 1
 
-    floods = [asyncio.create_task(flood("/api/v1/lobbies", attacker.token)) for _ in range(4)]
-    floods += [asyncio.create_task(flood("/api/v1/games", None)) for _ in range(2)]
+    # the flood runs in its own process, so it does not slow this process's player down
+    flood = await asyncio.create_subprocess_exec(sys.executable, "-c", FLOOD, limited.url, attacker_address,
+                                                 attacker.token, "12", stdout=asyncio.subprocess.PIPE)
     try:
         await open_spectators()
         ended = await asyncio.wait_for(play(sock, make_bot("provinces", "smart", 7).decide, idle_timeout=60), 180)
+        out, _ = await asyncio.wait_for(flood.communicate(), 60)
     finally:
-        stop.set()
-        await asyncio.gather(*floods, return_exceptions=True)
+        if flood.returncode is None:
+            flood.kill()
+            await flood.wait()
         for ws in attacker_sockets:
             await ws.close()
         await sock.close()
         await player.close()
         await attacker.close()
-    assert ended["type"] == "ended"
+    assert ended["type"] == "ended" and flood.returncode == 0
+    result = json.loads(out)
+    statuses = {int(k): v for k, v in result["statuses"].items()}
     assert statuses.get(429, 0) > 0 and statuses.get(200, 0) > 0, statuses
-    assert retry_after_seen and all(1 <= r <= 2 for r in retry_after_seen)
+    assert result["retry_after"] and all(1 <= r <= 2 for r in result["retry_after"])
     assert len(attacker_sockets) <= 3 and sum(socket_refusals.values()) >= 9, socket_refusals
     lat = sorted(sock.latencies)
     assert len(lat) >= 5
     median, p95 = statistics.median(lat), lat[int(0.95 * (len(lat) - 1))]
     print(f"\nplayer acks under load: n={len(lat)} median={median * 1000:.1f} ms p95={p95 * 1000:.1f} ms "
           f"max={lat[-1] * 1000:.1f} ms; attacker answers {statuses}; sockets refused {socket_refusals}")
-    # measured on the shared 2-core machine: ~19 ms median / 62 ms p95 without the load, ~46 / 205 ms with it
-    assert median < 0.15 and p95 < 0.75, (median, p95)
+    # measured on the shared 2-core machine: ~19 ms median / 62 ms p95 without the load, 12-46 ms /
+    # 17-205 ms with it; the bound leaves room for a busy CI machine
+    assert median < 0.25 and p95 < 1.0, (median, p95)
 
 
 @pytest.mark.postgres
