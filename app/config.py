@@ -70,6 +70,24 @@ class Settings(BaseSettings):
     #: Seconds a bot waits before acting (0 = at once); makes demos watchable.
     bot_delay_seconds: float = Field(0.0, ge=0)
     log_level: str = "info"
+    # -- limits (docs/operations.md, "Limits") ----------------------------------------------
+    #: Largest HTTP request body, bytes (413 ``body_too_large`` above).
+    max_body_bytes: int = Field(65_536, ge=1024)
+    #: Requests and socket opens per client address, ``limits`` notation ("N/second;M/minute"); "" = off.
+    rate_limit_ip: str = "50/second;1500/minute"
+    #: Client addresses the per-address limits skip (comma-separated): by default this node's own bots
+    #: and local tools. Behind a proxy, make client addresses real with uvicorn's FORWARDED_ALLOW_IPS.
+    rate_limit_exempt: str = "127.0.0.1,::1"
+    #: Requests per player (per bearer token); "" = off.
+    rate_limit_player: str = "20/second;600/minute"
+    #: ``POST /players`` (new guests) per client address; "" = off.
+    rate_limit_new_players: str = "10/minute;100/hour"
+    #: Open lobbies a player may sit in at once (0 = no cap).
+    max_lobbies_per_player: int = Field(3, ge=0)
+    #: Running matches with bots a player may host at once (0 = no cap).
+    max_bot_matches_per_player: int = Field(3, ge=0)
+    #: Match sockets a player may hold open on one node (0 = no cap).
+    max_sockets_per_player: int = Field(8, ge=0)
 
     @field_validator("database_url")
     @classmethod

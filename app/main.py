@@ -14,16 +14,20 @@ from prometheus_client import generate_latest
 from sqlalchemy import text
 
 from app.api import errors
+from app.api import limits as api_limits
 from app.api.deps import hash_token
 from app.api.routes import admin, games, inventory, lobbies, matches, players
+from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import router as ws_router
 from app.config import Settings
+from app.db.admins import ensure_admin
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
 from app.db.repo import Repository
 from app.db.wallet import WalletRepository
 from app.infra.backends import make_backends
 from app.infra.leases import LeaseKeeper
+from app.logsetup import install_log_safety
 from app.metrics import Metrics
 from app.runtime.bots import BotRunner
 from app.runtime.logwriter import LogWriter
@@ -35,10 +39,24 @@ log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
 
 
-async def _ensure_admin(repo: Repository, token: str) -> None:
-    digest = hash_token(token)
-    if await repo.player_by_token_hash(digest) is None:
-        await repo.create_player("admin" + digest[:27], "admin", "admin", digest)
+async def _ensure_admin(repo: Repository, token: str | None) -> None:
+    """The configured admin's row (random id, made idempotently) and every other admin revoked:
+    rotating ``BANNERFALL_ADMIN_TOKEN``, or removing it, stops the old token (``app.db.admins``)."""
+    await ensure_admin(repo.engine, hash_token(token) if token else None)
+
+
+def _install_safety(app: FastAPI, settings: Settings) -> None:
+    """Limits, security headers, offline API docs and log scrubbing (``docs/operations.md``).
+    Middleware added here sits inside ``RawSendMiddleware``; from the outside in: security headers
+    (so refusals carry them too), rate limits, body limit."""
+    install_log_safety()
+    install_docs(app)
+    api_limits.install(app)
+    app.state.rate_limiter = api_limits.RateLimiter(settings)
+    app.state.socket_slots = api_limits.SocketSlots(settings.max_sockets_per_player)
+    app.add_middleware(api_limits.BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(api_limits.RateLimitMiddleware, limiter=app.state.rate_limiter)
+    app.add_middleware(SecurityHeadersMiddleware)
 
 
 class RawSendMiddleware:
@@ -56,6 +74,7 @@ class RawSendMiddleware:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    check_admin_token(settings.admin_token)  # a weak token: one line and exit, before anything starts
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -63,8 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await upgrade_async(settings.database_url)
         engine = make_engine(settings.database_url)
         repo = Repository(engine)
-        if settings.admin_token:
-            await _ensure_admin(repo, settings.admin_token)
+        await _ensure_admin(repo, settings.admin_token)
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
         writer.start()
         backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix)
@@ -106,10 +124,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await backends.close()
             await engine.dispose()
 
-    app = FastAPI(title="Bannerfall", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="Bannerfall", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Authoritative game server for card games of territory. "
                               "Match protocol: docs/protocol.md.")
     app.state.metrics = Metrics()
+    _install_safety(app, settings)
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
     for module in (players, inventory, games, lobbies, matches, admin):

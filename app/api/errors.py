@@ -36,19 +36,22 @@ def not_found(what: str) -> ApiError:
 _DESCRIPTIONS = {
     400: "Bad request",
     401: "`unauthorized`: missing or unknown bearer token",
-    403: "`forbidden` (admins only) or `not_host`",
+    403: "`forbidden` (admins only), `not_host`, or `seated_admin` (an admin's view of a running match they sit in)",
     404: "`not_found` or `unknown_game`",
     409: "the lobby's state refuses it: `lobby_not_open`, `no_free_seat`, `not_seated`, `seats_empty`, "
          "`replay_mismatch`, or the match's rules (`IllegalAction` codes)",
     422: "`invalid_request` (shape or type, with `details`), `invalid_text` (NUL or lone surrogate in a "
          "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`",
+    413: "`body_too_large`: the request body is over `MAX_BODY_BYTES`",
+    429: "`rate_limited`, `too_many_lobbies` or `too_many_bot_matches`, with a `Retry-After` header (seconds)",
 }
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """``responses=`` for a route: each status answered with the :class:`Error` model. 422 is always
-    included (every route validates its path, query and body)."""
-    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 422})}
+    """``responses=`` for a route: each status answered with the :class:`Error` model. 422, 413 and 429
+    are always included (every route validates its input, and the body limit and the rate limits
+    apply to every route)."""
+    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 413, 422, 429})}
 
 
 def _has_nul(scope: Scope) -> bool:

@@ -20,6 +20,7 @@ import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.api.deps import player_for_token
+from app.api.limits import admit_socket, release_socket
 from app.games.base import ADMIN, SPECTATOR
 from app.runtime.match import CLOSE_SLOW
 from app.runtime.wire import encode, error
@@ -392,6 +393,10 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
     if viewer is None:
         await _refuse(ws, error("forbidden", "admins only"), CLOSE_FORBIDDEN, close_seconds)
         return
+    refused = admit_socket(ws, player, meta, hello.get("as"))  # seated admin, sockets per player
+    if refused is not None:
+        await _refuse(ws, error(refused[0], refused[1]), refused[2], close_seconds)
+        return
     # acts forwarded to another node are bounded here; on the owner node an act is answered once
     # durable, or the socket gets storage_unavailable + 1011 when its commit fails (the log writer)
     conn = Connection(ws, settings.send_queue_size, metrics, close_seconds=close_seconds,
@@ -447,6 +452,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
             raise  # the server is stopping
         # cancelled by our own close (no transport to abort): the socket is released below
     finally:
+        release_socket(ws, player)
         conn.gone()
         if conn.closer is not None and not conn.closer.done():
             try:

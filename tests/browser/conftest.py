@@ -48,7 +48,7 @@ def browser():
 
 class Pages:
     """Opens browser contexts (each one is a separate person: own storage, own token) and
-    collects page errors, which fail the test."""
+    collects page errors and Content-Security-Policy violations, which fail the test."""
 
     def __init__(self, browser, server: ServerProcess) -> None:
         self.browser = browser
@@ -62,12 +62,33 @@ class Pages:
         self.contexts.append(ctx)
         page = ctx.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("console", lambda m: self.errors.append(m.text) if "Content Security Policy" in m.text else None)
+        page.wait_for_function = _polling_wait(page)  # the server's CSP forbids the eval Playwright's needs
         page.goto(self.server.url + path)
         return page
 
     def close(self) -> None:
         for ctx in self.contexts:
             ctx.close()
+
+
+def _polling_wait(page):
+    """``page.wait_for_function(expression)`` that works under the server's Content-Security-Policy:
+    Playwright's own compiles its predicate with ``new Function`` in the page, which a CSP without
+    ``'unsafe-eval'`` refuses; this polls ``page.evaluate(expression)`` instead (same timeout)."""
+    import time
+
+    def wait_for_function(expression: str, *, timeout: float | None = None, **_ignored):
+        deadline = time.monotonic() + (20_000 if timeout is None else timeout) / 1000
+        while True:
+            value = page.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise sync_api.TimeoutError(f"wait_for_function timed out: {expression}")
+            page.wait_for_timeout(50)
+
+    return wait_for_function
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from app.api.deps import AdminDep, ManagerDep, RepoDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.routes.matches import match_public
 from app.api.schemas import AbortRequest, MatchPublic, Text
+from app.api.security import refuse_seated_admin
 from app.games.base import ADMIN, IllegalAction
 from app.runtime.replay import ReplayMismatch, replay
 
@@ -36,12 +37,14 @@ async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep,
 
 
 @router.get("/matches/{match_id}", responses=responses(401, 403, 404))
-async def match_state(match_id: MatchId, manager: ManagerDep, _admin: AdminDep) -> dict[str, Any]:
+async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -> dict[str, Any]:
     """The full state as the admin view (every hidden card present and marked ``"hidden": true``),
-    the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players)."""
+    the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players).
+    403 ``seated_admin`` while the asking admin holds a seat in the running match."""
     runner = await manager.snapshot(match_id)
     if runner is None:
         raise not_found("match")
+    refuse_seated_admin(runner.meta, admin)
     msg = runner.state_message(ADMIN, [])
     hidden = runner.game.hidden_tokens
     return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
@@ -50,20 +53,24 @@ async def match_state(match_id: MatchId, manager: ManagerDep, _admin: AdminDep) 
 
 
 @router.get("/matches/{match_id}/log", responses=responses(401, 403, 404))
-async def match_log(match_id: MatchId, repo: RepoDep, _admin: AdminDep) -> dict[str, Any]:
+async def match_log(match_id: MatchId, repo: RepoDep, admin: AdminDep) -> dict[str, Any]:
+    """The action log (403 ``seated_admin`` while the asking admin holds a seat in the running match)."""
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
+    refuse_seated_admin(m, admin)
     return {"match_id": match_id, "actions": await repo.actions(match_id)}
 
 
 @router.get("/matches/{match_id}/replay", responses=responses(401, 403, 404, 409))
-async def match_replay(match_id: MatchId, repo: RepoDep, _admin: AdminDep,
+async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
                        version: int = Query(0, ge=0, le=MAX_INT)) -> dict[str, Any]:
-    """The admin view of the match as it was at ``version`` (0 = the deal), with that step's events."""
+    """The admin view of the match as it was at ``version`` (0 = the deal), with that step's events.
+    403 ``seated_admin`` while the asking admin holds a seat in the running match."""
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
+    refuse_seated_admin(m, admin)
     actions = await repo.actions(match_id)
     try:
         result = replay(m, actions, until=version, keep_events=1)

@@ -23,6 +23,7 @@ from app.api.schemas import (
 )
 from app.db.repo import LobbyRefused, Repository
 from app.db.wallet import WalletRepository
+from app.api.limits import BotMatchCap, LobbyCap
 from app.games import registry
 from app.meta.loadouts import (
     RESERVED_OPTIONS,
@@ -69,8 +70,9 @@ async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
     return lobby
 
 
-@router.post("", response_model=LobbyPublic, status_code=201, responses=responses(401, 404))
-async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wallets: WalletsDep) -> LobbyPublic:
+@router.post("", response_model=LobbyPublic, status_code=201, responses=responses(401, 404, 429))
+async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
+                       _cap: LobbyCap) -> LobbyPublic:
     """Create a lobby; the host takes seat 0. Options are validated against the game's schema;
     ``loadouts``/``special_costs`` are the server's (422 ``reserved_option``); a ``loadout`` is
     checked against what the host owns (422 ``special_not_owned`` and others, conquest.md 5)."""
@@ -123,8 +125,8 @@ def _refused(exc: LobbyRefused) -> ApiError:
     return ApiError(_REFUSED_STATUS.get(exc.code, 409), exc.code, exc.message)
 
 
-@router.post("/{lobby_id}/join", response_model=LobbyPublic, responses=responses(401, 404, 409))
-async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, wallets: WalletsDep,
+@router.post("/{lobby_id}/join", response_model=LobbyPublic, responses=responses(401, 404, 409, 429))
+async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, wallets: WalletsDep, _cap: LobbyCap,
                body: JoinRequest | None = None) -> LobbyPublic:
     """Take a seat: the first free one, or ``seat``. Idempotent: a player who already holds a seat in
     this lobby gets ``200`` and the lobby with that seat, whatever ``seat`` asks, so parallel or
@@ -180,9 +182,9 @@ async def fill_bots(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep,
     return await lobby_public(repo, lobby)
 
 
-@router.post("/{lobby_id}/start", response_model=LobbyPublic, responses=responses(401, 403, 404, 409))
+@router.post("/{lobby_id}/start", response_model=LobbyPublic, responses=responses(401, 403, 404, 409, 429))
 async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: ManagerDep, wallets: WalletsDep,
-                settings: SettingsDep) -> LobbyPublic:
+                settings: SettingsDep, _cap: BotMatchCap) -> LobbyPublic:
     """Start the match (host only, every seat filled). The lobby's ``match_id`` names it. The seats
     are read, the match inserted and the lobby marked started in one transaction under the lobby's
     lock, so a concurrent leave or join either happened before (and is in the match) or is refused."""

@@ -1,0 +1,309 @@
+"""Limits: request-body size, rate limits per client address and per player (the ``limits``
+library: memory storage in embedded mode, Redis when ``redis_url`` is set), and caps per player on
+open lobbies, running bot matches and sockets.
+
+Every refusal changes nothing and says when to come back: REST answers ``413`` or ``429`` with
+``{code, message}`` (``429`` with ``Retry-After``); a socket gets an ``error`` then close code 4429.
+Settings and defaults: ``docs/operations.md`` ("Limits").
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import orjson
+from fastapi import Depends, Request
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api.deps import PlayerDep
+from app.config import Settings
+
+log = logging.getLogger("bannerfall.limits")
+
+CLOSE_RATE_LIMITED = 4429
+#: Seconds a client is told to wait when a cap (not a rate) refuses it: caps free up when a lobby
+#: closes or a match ends, which the server cannot predict.
+CAP_RETRY_SECONDS = 30
+#: Paths never rate limited: probes of load balancers and monitoring.
+EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+NEW_PLAYER_PATH = "/api/v1/players"
+
+
+class LimitExceeded(StarletteHTTPException):
+    """A refusal with a code: 413 ``body_too_large`` or 429 ``rate_limited`` / ``too_many_*``
+    (with ``Retry-After``). Rendered as ``{code, message}`` by :func:`install`."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+        super().__init__(status, message, headers=headers)
+        self.code = code
+        self.message = message
+
+
+def _error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Any:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"code": code, "message": message}, status_code=status, headers=headers)
+
+
+def install(app) -> None:
+    """Register the handler that renders :class:`LimitExceeded` as ``{code, message}``."""
+
+    async def _limit_exceeded(_request: Request, exc: Exception):
+        assert isinstance(exc, LimitExceeded)
+        metrics = getattr(app.state, "metrics", None)
+        if metrics is not None:
+            metrics.errors.labels(exc.code).inc()
+        return _error_response(exc.status_code, exc.code, exc.message, exc.headers)
+
+    app.add_exception_handler(LimitExceeded, _limit_exceeded)
+
+
+# -- request bodies --------------------------------------------------------------------------
+
+class BodyLimitMiddleware:
+    """Refuses request bodies over ``max_bytes`` with 413 ``body_too_large``: at once when
+    ``Content-Length`` says so, otherwise by counting bytes as they arrive (chunked uploads) and
+    failing the read that crosses the limit, so no more than ``max_bytes`` (plus one chunk) is ever
+    held for a request."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.max_bytes
+        message = f"request bodies are limited to {limit} bytes"
+        for key, value in scope.get("headers", ()):
+            if key == b"content-length":
+                try:
+                    too_big = int(value) > limit
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await _error_response(413, "body_too_large", message)(scope, receive, send)
+                    return
+        received = 0
+
+        async def counting_receive():
+            nonlocal received
+            msg = await receive()
+            if msg["type"] == "http.request":
+                received += len(msg.get("body", b""))
+                if received > limit:
+                    raise LimitExceeded(413, "body_too_large", message)
+            return msg
+
+        await self.app(scope, counting_receive, send)
+
+
+# -- rate limits -----------------------------------------------------------------------------
+
+def _parse(spec: str | None) -> list[Any]:
+    """``"20/second;600/minute"`` → rate limit items; empty or ``off`` → no limit."""
+    from limits import parse_many
+
+    if not spec or spec.strip().lower() in ("off", "none", "0"):
+        return []
+    return list(parse_many(spec))
+
+
+def token_key(token: str) -> str:
+    """The per-player rate-limit key of a bearer token: a keyed one-way digest, different from the
+    stored token hash (so neither the token nor its stored hash is ever a Redis key)."""
+    return hashlib.blake2b(token.encode(), digest_size=16, person=b"bf-ratelimit").hexdigest()
+
+
+class RateLimiter:
+    """Sliding-window counters of the ``limits`` library. In production mode (``redis_url`` set) the
+    counters live in Redis under ``{redis_prefix}limits:`` so every node shares them; otherwise in
+    memory. A storage failure lets the request through (fail open) and is logged once a minute."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.per_ip = _parse(settings.rate_limit_ip)
+        self.per_player = _parse(settings.rate_limit_player)
+        self.new_players = _parse(settings.rate_limit_new_players)
+        self.exempt = frozenset(a.strip() for a in settings.rate_limit_exempt.split(",") if a.strip())
+        self._strategy: Any = None
+        self._warned_at = 0.0
+
+    @property
+    def strategy(self) -> Any:
+        # made at first use, inside the server's event loop (the Redis client binds to it)
+        if self._strategy is None:
+            from limits.aio.storage import MemoryStorage, RedisStorage
+            from limits.aio.strategies import SlidingWindowCounterRateLimiter
+
+            url = self.settings.redis_url
+            if url:
+                storage: Any = RedisStorage("async+" + url, implementation="redispy",
+                                            key_prefix=f"{self.settings.redis_prefix}limits",
+                                            socket_timeout=1.0, socket_connect_timeout=1.0)
+            else:
+                storage = MemoryStorage()
+            self._strategy = SlidingWindowCounterRateLimiter(storage)
+        return self._strategy
+
+    async def hit(self, items: list[Any], *key: str) -> int | None:
+        """Count one request against every item; the seconds to wait when one is exhausted, else None."""
+        try:
+            for item in items:
+                if not await self.strategy.hit(item, *key):
+                    stats = await self.strategy.get_window_stats(item, *key)
+                    return max(1, math.ceil(stats.reset_time - time.time()))
+        except Exception as exc:  # the storage (Redis) failed: let the request through
+            now = time.monotonic()
+            if now - self._warned_at > 60:
+                self._warned_at = now
+                log.warning("rate limits not checked: storage failed (%s)", type(exc).__name__)
+        return None
+
+
+def _bearer(scope) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer":
+                return None
+            return token.strip() or None
+    return None
+
+
+class RateLimitMiddleware:
+    """Per client address (except ``rate_limit_exempt``): every HTTP request and every socket opened
+    (``rate_limit_ip``), and ``POST /api/v1/players`` besides (``rate_limit_new_players``); per
+    player: every request with a
+    bearer token (``rate_limit_player``, keyed by :func:`token_key`). Over a limit: 429
+    ``rate_limited`` with ``Retry-After``, or for a socket an ``error`` then close 4429."""
+
+    def __init__(self, app, limiter: RateLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope, receive, send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or scope.get("path") in EXEMPT_PATHS:
+            await self.app(scope, receive, send)
+            return
+        limiter = self.limiter
+        client = scope.get("client")
+        ip = client[0] if client else "unknown"
+        by_address = ip not in limiter.exempt
+        retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip and by_address else None
+        if retry is None and kind == "http":
+            if (limiter.new_players and by_address and scope.get("method") == "POST"
+                    and scope.get("path") == NEW_PLAYER_PATH):
+                retry = await limiter.hit(limiter.new_players, "new-player", ip)
+            if retry is None and limiter.per_player:
+                token = _bearer(scope)
+                if token:
+                    retry = await limiter.hit(limiter.per_player, "player", token_key(token))
+        if retry is None:
+            await self.app(scope, receive, send)
+            return
+        message = f"too many requests: retry in {retry} s"
+        app = scope.get("app")
+        metrics = getattr(getattr(app, "state", None), "metrics", None)
+        if metrics is not None:
+            metrics.errors.labels("rate_limited").inc()
+        if kind == "http":
+            await _error_response(429, "rate_limited", message, {"Retry-After": str(retry)})(scope, receive, send)
+            return
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": orjson.dumps(
+            {"type": "error", "code": "rate_limited", "message": message}).decode()})
+        await send({"type": "websocket.close", "code": CLOSE_RATE_LIMITED, "reason": "rate limited"})
+
+
+# -- caps per player -------------------------------------------------------------------------
+
+async def lobby_cap(request: Request, player: PlayerDep) -> None:
+    """Route dependency (create, join): refuses 429 ``too_many_lobbies`` when the player already
+    holds a seat in ``max_lobbies_per_player`` open lobbies (0 = no cap)."""
+    from app.db.caps import open_lobbies_of
+
+    cap = request.app.state.settings.max_lobbies_per_player
+    if cap and await open_lobbies_of(request.app.state.repo.engine, player["id"]) >= cap:
+        raise LimitExceeded(429, "too_many_lobbies",
+                            f"you are in {cap} open lobbies already: leave or start one first", CAP_RETRY_SECONDS)
+
+
+async def bot_match_cap(lobby_id: str, request: Request, player: PlayerDep) -> None:
+    """Route dependency (start): when the lobby has a bot seat, refuses 429 ``too_many_bot_matches``
+    if the player already hosts ``max_bot_matches_per_player`` running matches with bots (0 = no cap)."""
+    from app.db.caps import lobby_has_bots, running_bot_matches_hosted_by
+
+    cap = request.app.state.settings.max_bot_matches_per_player
+    engine = request.app.state.repo.engine
+    if (cap and await lobby_has_bots(engine, lobby_id)
+            and await running_bot_matches_hosted_by(engine, player["id"]) >= cap):
+        raise LimitExceeded(429, "too_many_bot_matches",
+                            f"you host {cap} running matches with bots already: finish one first", CAP_RETRY_SECONDS)
+
+
+LobbyCap = Annotated[None, Depends(lobby_cap)]
+BotMatchCap = Annotated[None, Depends(bot_match_cap)]
+
+
+class SocketSlots:
+    """Sockets per player on this node (``max_sockets_per_player``, 0 = no cap)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._by_player: dict[str, weakref.WeakSet[Any]] = {}
+
+    def take(self, player_id: str, ws: Any) -> bool:
+        live = self._by_player.get(player_id)
+        if live is None:
+            live = self._by_player[player_id] = weakref.WeakSet()
+        if self.cap and len(live) >= self.cap:
+            return False
+        live.add(ws)
+        return True
+
+    def give_back(self, player_id: str, ws: Any) -> None:
+        live = self._by_player.get(player_id)
+        if live is not None:
+            live.discard(ws)
+            if not live:
+                self._by_player.pop(player_id, None)
+
+    def count(self, player_id: str) -> int:
+        live = self._by_player.get(player_id)
+        return len(live) if live is not None else 0
+
+
+def admit_socket(ws: Any, player: dict[str, Any], meta: dict[str, Any], as_: Any) -> tuple[str, str, int] | None:
+    """Hook for the match socket after ``hello``: None when the socket may go on, else
+    ``(error code, message, close code)``. Refuses an admin seated in the match who asks
+    ``"as": "admin"`` (``seated_admin``, 4403: see ``app.api.security.seated_admin_problem``) and a
+    player over ``max_sockets_per_player`` on this node (``too_many_sockets``, 4429). A socket let
+    through must be given back with :func:`release_socket`."""
+    from app.api.security import CLOSE_FORBIDDEN, seated_admin_problem
+
+    if as_ == "admin":
+        problem = seated_admin_problem(meta, player)
+        if problem is not None:
+            return "seated_admin", problem, CLOSE_FORBIDDEN
+    slots: SocketSlots = ws.app.state.socket_slots
+    if not slots.take(player["id"], ws):
+        ws.app.state.metrics.errors.labels("too_many_sockets").inc()
+        return ("too_many_sockets", f"you have {slots.cap} sockets open on this node already: close one first",
+                CLOSE_RATE_LIMITED)
+    return None
+
+
+def release_socket(ws: Any, player: dict[str, Any]) -> None:
+    ws.app.state.socket_slots.give_back(player["id"], ws)
