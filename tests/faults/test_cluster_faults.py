@@ -131,6 +131,7 @@ async def test_item3_resumed_old_owner_never_swallows_a_deadline(nodes, private_
             # the next phase starts from the defaults just written; let them settle before the next round
             await asyncio.sleep(0.5)
             owner, other = other, owner
+            await admin.close()
             admin = RestClient(other.url, nodes.admin_token)
         match, actions = await read_log(private_pg.url, mid)
         check_log(match, actions, [])
