@@ -63,14 +63,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         repo = Repository(engine)
         if settings.admin_token:
             await _ensure_admin(repo, settings.admin_token)
-        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
+        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
+                           retry_seconds=settings.commit_retry_seconds)
         writer.start()
-        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix)
+        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
+                                 claim_seconds=settings.deadline_claim_seconds)
         bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
-        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None)
+        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
+                               node_id=settings.node)
         keeper = LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=manager.lease_lost)
         cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
-                          multi_node=backends.mode == "redis")
+                          multi_node=backends.mode == "redis",
+                          takeover_interval=settings.takeover_interval_seconds)
         manager.cluster = cluster
         manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
         app.state.settings, app.state.repo, app.state.manager = settings, repo, manager

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from sqlalchemy import delete, func, insert, select, update
@@ -14,6 +15,18 @@ lobbies_t = Lobby.__table__
 seats_t = LobbySeat.__table__
 matches_t = Match.__table__
 actions_t = MatchAction.__table__
+
+
+@dataclass(slots=True)
+class MatchWrite:
+    """One match's share of a group commit: ``rows`` (log rows, consecutive ``seq``), the runner's
+    fencing ``epoch``, and the end-of-match ``update`` (``status``, ``outcome``, ``ended_at``) if the
+    last row ends it."""
+
+    match_id: str
+    epoch: int
+    rows: list[dict[str, Any]]
+    update: dict[str, Any] | None = None
 
 
 def _row(r) -> dict[str, Any] | None:
@@ -119,7 +132,9 @@ class Repository:
 
     # -- matches ---------------------------------------------------------------------------
     async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None) -> None:
-        """Insert a match (and, in the same transaction, mark its lobby started)."""
+        """Insert a match (and, in the same transaction, mark its lobby started). The creator owns it:
+        ``match`` carries ``owner_epoch`` (1) and ``owner_node``. Raises LookupError if the lobby is
+        no longer open (nothing is inserted then)."""
         async with self.engine.begin() as conn:
             await conn.execute(insert(matches_t), match)
             if lobby_id:
@@ -162,17 +177,63 @@ class Repository:
                 .order_by(actions_t.c.seq))).all()
         return [dict(r._mapping) for r in rows]
 
-    async def commit_batch(self, action_rows: Sequence[dict[str, Any]],
-                           match_updates: Sequence[dict[str, Any]]) -> None:
-        """One transaction for a whole group of log records from many matches (group commit), plus
-        the end-of-match updates (``{"id", "status", "outcome", "ended_at", "version"}``) among them.
-        Raises whatever the driver raises; nothing is committed then."""
+    async def commit_batch(self, groups: Sequence["MatchWrite"]) -> set[str]:
+        """Group commit: one transaction for the log records of many matches (one :class:`MatchWrite`
+        per match, records in ``seq`` order, consecutive).
+
+        Per match, the statement that writes is conditional (the fencing token, issue 9 items 1-2)::
+
+            UPDATE matches SET version = :last [, status, outcome, ended_at]
+            WHERE id = :id AND owner_epoch = :epoch AND version = :first - 1
+
+        A match whose update matches no row is *refused*: its owner epoch changed (another node took
+        it over) or its durable version is not the one its records follow (an earlier record of it
+        failed). Its records are not inserted; every other match's records are inserted and committed
+        in the same transaction. The row lock taken by the update is held to the commit, so a
+        concurrent :meth:`take_match` waits for it (and a write after a take sees the new epoch).
+        Rows are locked in match id order (no deadlock between two writers).
+
+        Returns the ids of the refused matches. Raises whatever the driver raises (nothing is
+        committed then): ``sqlalchemy.exc.IntegrityError`` if an insert still collides."""
+        refused: set[str] = set()
+        ordered = sorted(groups, key=lambda g: g.match_id)
         async with self.engine.begin() as conn:
-            if action_rows:
-                await conn.execute(insert(actions_t), list(action_rows))
-            for upd in match_updates:
-                values = {k: v for k, v in upd.items() if k != "id"}
-                await conn.execute(update(matches_t).where(matches_t.c.id == upd["id"]).values(**values))
+            rows: list[dict[str, Any]] = []
+            for g in ordered:
+                if not g.rows:
+                    continue
+                first, last = g.rows[0]["seq"], g.rows[-1]["seq"]
+                if last - first + 1 != len(g.rows):
+                    refused.add(g.match_id)
+                    continue
+                values: dict[str, Any] = {"version": last}
+                if g.update:
+                    values.update({k: v for k, v in g.update.items() if k not in ("id", "version")})
+                res = await conn.execute(
+                    update(matches_t)
+                    .where(matches_t.c.id == g.match_id, matches_t.c.owner_epoch == g.epoch,
+                           matches_t.c.version == first - 1)
+                    .values(**values))
+                if res.rowcount != 1:
+                    refused.add(g.match_id)
+                    continue
+                rows.extend(g.rows)
+            if rows:
+                await conn.execute(insert(actions_t), rows)
+        return refused
+
+    async def take_match(self, match_id: str, node_id: str) -> int | None:
+        """Take ownership of a running match in its own committed transaction (before its log is
+        read): ``owner_epoch += 1``, ``owner_node = node_id``. Returns the new epoch (the runner's
+        fencing token), None if the match does not exist or is not running. Waits for a concurrent
+        :meth:`commit_batch` that writes the match (row lock)."""
+        async with self.engine.begin() as conn:
+            res = await conn.execute(
+                update(matches_t).where(matches_t.c.id == match_id, matches_t.c.status == "running")
+                .values(owner_epoch=matches_t.c.owner_epoch + 1, owner_node=node_id)
+                .returning(matches_t.c.owner_epoch))
+            row = res.first()
+        return int(row[0]) if row is not None else None
 
     async def delete_lobby(self, lobby_id: str) -> None:
         async with self.engine.begin() as conn:

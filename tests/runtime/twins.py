@@ -15,7 +15,7 @@ class FakeLogWriter:
         self.rows: list[dict] = []
         self.updates: list[dict] = []
 
-    def submit(self, row, match_update, on_durable) -> None:
+    def submit(self, stream, row, match_update, on_durable) -> None:
         self.pending.append((row, match_update, on_durable))
 
     def commit(self) -> int:

@@ -74,8 +74,9 @@ async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: Abort
     reason = (body or AbortRequest()).reason
     try:
         runner = await manager.abort(match_id, reason, admin["id"])
-    except IllegalAction as exc:
-        raise ApiError(409, exc.code, exc.message) from None
+    except IllegalAction as exc:  # answered once the abort is durable (or it failed)
+        status = 503 if exc.code in ("storage_unavailable", "abort_pending") else 409
+        raise ApiError(status, exc.code, exc.message) from None
     if runner is None:
         raise not_found("match")
     return match_public({**runner.meta, "status": "aborted",
