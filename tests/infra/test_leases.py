@@ -133,3 +133,17 @@ async def test_keeper_gives_a_lease_up_before_it_can_expire_when_redis_is_unreac
         assert keeper.renew_failures >= 1
     finally:
         await keeper.stop()
+
+
+async def test_holds_checks_validity_on_the_monotonic_clock(leases):
+    """Issue 9 item 3: a process resumed after a pause holds nothing until a renew succeeds, even
+    before its keeper loop has run (here the loop is not started at all)."""
+    keeper = LeaseKeeper(leases, "n1", 0.3)
+    assert await keeper.acquire("m1")
+    assert keeper.holds("m1")
+    assert await wait_until(lambda: not keeper.holds("m1"), timeout=1.0)
+    assert keeper.held == {"m1"}  # not declared lost yet: only the validity ran out
+    assert not keeper.holds("m2")
+    await keeper.renew_now()  # the renew finds it expired (local) or still ours (Redis PX 300 ms)
+    assert keeper.holds("m1") == (await leases.owner("m1") == "n1")
+    await keeper.stop()

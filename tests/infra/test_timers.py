@@ -211,3 +211,42 @@ async def test_redis_timers_rejects_start_after_stop():
     await timers.stop()
     with pytest.raises(RuntimeError):
         await timers.start()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_only_the_node_named_by_the_lease_claims_a_deadline(make_timers, redis_client):
+    """Issue 9 item 3: a node that believes it runs the match (its ``owns`` says yes, e.g. it was
+    paused and just resumed) cannot claim while the lease names another node."""
+    pfx = make_timers.prefix
+    lease_prefix = pfx + "lease:"
+    old = await make_timers("old", owns=lambda m: True, lease_prefix=lease_prefix, poll_interval=0.005)
+    fired: list = []
+    recorder(old, fired, "old")
+    await redis_client.set(lease_prefix + "m1", "new", px=10_000)
+    await old.schedule("m1", 1, time.time() - 0.01)
+    await asyncio.sleep(0.2)  # a negative check: ~40 polls of the old owner claim nothing
+    assert fired == [] and await old.due_at("m1", 1) is not None
+    new = await make_timers("new", owns=lambda m: True, lease_prefix=lease_prefix)
+    recorder(new, fired, "new")
+    assert await wait_until(lambda: fired, timeout=2.0)
+    assert [name for name, *_ in fired] == ["new"]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_a_claim_that_does_not_end_in_a_durable_default_fires_again(make_timers):
+    """A claim is a visibility timeout: the entry comes back unless the runtime cancels it (it does
+    once the phase has ended durably), so a node that dies or fails after claiming loses nothing."""
+    timers = await make_timers("n1", claim_seconds=0.3)
+    fired: list = []
+    recorder(timers, fired)
+    start = time.time()
+    await timers.schedule("m1", 1, start)
+    assert await wait_until(lambda: len(fired) == 2, timeout=3.0)
+    assert fired[1][3] - fired[0][3] >= 0.3 - 0.02  # hidden for claim_seconds in between
+    await timers.cancel("m1", 1)  # the phase ended durably
+    count = len(fired)
+    assert await timers.due_at("m1", 1) is None
+    await asyncio.sleep(0.45)
+    assert len(fired) == count
