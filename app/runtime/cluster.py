@@ -217,8 +217,16 @@ class Cluster:
                 await self._check_links()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("cluster watch round failed")
+            except (OSError, ConnectionError, TimeoutError) as exc:  # an engine is down: one line
+                log.warning("cluster watch round failed: %s", type(exc).__name__)
+            except Exception as exc:
+                from redis.exceptions import RedisError
+                from sqlalchemy.exc import DBAPIError
+
+                if isinstance(exc, (RedisError, DBAPIError)):
+                    log.warning("cluster watch round failed: %s", type(exc).__name__)
+                else:
+                    log.exception("cluster watch round failed")
 
     async def takeover_orphans(self) -> int:
         """Own every running match whose lease is free (its node died, or Redis lost its keys) or
