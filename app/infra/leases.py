@@ -174,7 +174,7 @@ class RedisLeases:
         for start in range(0, len(ids), 1000):
             chunk = ids[start:start + 1000]
             flags = await self._renew(keys=[self.key(m) for m in chunk], args=[node_id, ttl_ms])
-            renewed.update(m for m, flag in zip(chunk, flags) if flag)
+            renewed.update(m for m, flag in zip(chunk, flags, strict=True) if flag)
         return renewed
 
     async def release(self, match_id: str, node_id: str) -> bool:
@@ -190,7 +190,7 @@ class RedisLeases:
         out: dict[str, str | None] = {}
         for start in range(0, len(ids), 1000):
             chunk = ids[start:start + 1000]
-            for m, holder in zip(chunk, await self._client.mget([self.key(m) for m in chunk])):
+            for m, holder in zip(chunk, await self._client.mget([self.key(m) for m in chunk]), strict=True):
                 out[m] = holder.decode() if isinstance(holder, bytes) else holder
         return out
 

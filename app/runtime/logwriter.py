@@ -134,7 +134,8 @@ class LogWriter:
             if batch:
                 results = await self._commit(batch)
             self.stats.dropped += len(dropped)
-            done = [(r, StreamFailed("an earlier record of this match failed")) for r in dropped]
+            done: list[tuple[LogRecord, BaseException | None]] = [
+                (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
             done += [(r, results.get(r.stream.match_id)) for r in batch]
             for i, (record, error) in enumerate(done):
                 try:

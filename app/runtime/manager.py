@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from app.db.repo import Repository
 from app.games import registry
-from app.games.base import seed_commitment
+from app.games.base import IllegalAction, seed_commitment
 from app.infra.timers import Timers
 from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner
@@ -368,7 +368,7 @@ class MatchManager:
         deadlines: dict[int, float] = {}
         for p in prompts:
             deadlines[p.phase_id] = max(deadlines.get(p.phase_id, 0.0), now + p.deadline_seconds)
-        match = {
+        match: dict[str, Any] = {
             "id": uuid.uuid4().hex, "game": game_id, "options": opts.model_dump(mode="json"),
             "seat_count": len(seats), "seats": seats, "seed": seed.hex(), "seed_hash": seed_commitment(seed),
             "status": "running", "lobby_id": lobby_id, "deadlines": {str(k): v for k, v in deadlines.items()},

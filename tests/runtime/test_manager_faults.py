@@ -14,6 +14,7 @@ from sqlalchemy.exc import OperationalError
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
 from app.db.repo import Repository
+from app.games.base import IllegalAction
 from app.infra.leases import LeaseKeeper, LocalLeases
 from app.infra.pubsub import LocalPubSub
 from app.infra.redis_timers import RedisTimers
@@ -214,6 +215,21 @@ async def test_abort_answers_once_durable_and_removes_its_local_deadlines(nodes)
     assert got is runner
     assert (await node.repo.match(runner.match_id))["status"] == "aborted"  # durable before the answer
     assert not any(key[0] == runner.match_id for key in node.timers._handles)
+
+
+async def test_an_abort_that_cannot_be_saved_is_reported_and_the_match_goes_on(nodes):
+    node = await nodes()
+    runner = await node.manager.create_match("conquest", {}, SEATS)
+    node.repo.down = True
+    with pytest.raises(IllegalAction) as err:
+        await node.manager.abort(runner.match_id, "test", "admin")
+    assert err.value.code == "storage_unavailable"
+    node.repo.down = False
+    assert await wait_until(lambda: runner.match_id in node.manager.runners, timeout=5)
+    again = node.manager.runners[runner.match_id]
+    assert again.status == "running" and (await node.repo.match(runner.match_id))["status"] == "running"
+    await node.manager.abort(runner.match_id, "second try", "admin")
+    assert (await node.repo.match(runner.match_id))["status"] == "aborted"
 
 
 @pytest.mark.redis

@@ -20,7 +20,7 @@ class FakeLogWriter:
 
     def commit(self) -> int:
         batch, self.pending = self.pending, []
-        for row, upd, cb in batch:
+        for row, upd, _cb in batch:
             self.rows.append(row)
             if upd:
                 self.updates.append(upd)
