@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player
@@ -27,6 +27,15 @@ class MatchWrite:
     epoch: int
     rows: list[dict[str, Any]]
     update: dict[str, Any] | None = None
+
+
+_PG_LOCK = text("SELECT 1 FROM matches WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR UPDATE")
+_PG_FENCE = text(
+    "UPDATE matches AS m SET version = v.last "
+    "FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:epochs AS BIGINT[]), CAST(:firsts AS INTEGER[]), "
+    "CAST(:lasts AS INTEGER[])) AS v(id, epoch, first, last) "
+    "WHERE m.id = v.id AND m.owner_epoch = v.epoch AND m.version = v.first - 1 "
+    "RETURNING m.id")
 
 
 def _row(r) -> dict[str, Any] | None:
@@ -191,36 +200,59 @@ class Repository:
         failed). Its records are not inserted; every other match's records are inserted and committed
         in the same transaction. The row lock taken by the update is held to the commit, so a
         concurrent :meth:`take_match` waits for it (and a write after a take sees the new epoch).
-        Rows are locked in match id order (no deadlock between two writers).
+        Rows are locked in match id order (no deadlock between two writers). On Postgres the checks
+        of the whole batch are one ``UPDATE … FROM unnest(…)`` (the same WHERE per match).
 
         Returns the ids of the refused matches. Raises whatever the driver raises (nothing is
         committed then): ``sqlalchemy.exc.IntegrityError`` if an insert still collides."""
         refused: set[str] = set()
-        ordered = sorted(groups, key=lambda g: g.match_id)
+        ordered: list[MatchWrite] = []
+        for g in sorted(groups, key=lambda g: g.match_id):
+            if not g.rows:
+                continue
+            if g.rows[-1]["seq"] - g.rows[0]["seq"] + 1 != len(g.rows):
+                refused.add(g.match_id)
+            else:
+                ordered.append(g)
         async with self.engine.begin() as conn:
+            if self.engine.dialect.name == "postgresql":
+                accepted = await self._fence_pg(conn, ordered)
+            else:
+                accepted = set()
+                for g in ordered:
+                    res = await conn.execute(
+                        update(matches_t)
+                        .where(matches_t.c.id == g.match_id, matches_t.c.owner_epoch == g.epoch,
+                               matches_t.c.version == g.rows[0]["seq"] - 1)
+                        .values(version=g.rows[-1]["seq"]))
+                    if res.rowcount == 1:
+                        accepted.add(g.match_id)
             rows: list[dict[str, Any]] = []
             for g in ordered:
-                if not g.rows:
-                    continue
-                first, last = g.rows[0]["seq"], g.rows[-1]["seq"]
-                if last - first + 1 != len(g.rows):
-                    refused.add(g.match_id)
-                    continue
-                values: dict[str, Any] = {"version": last}
-                if g.update:
-                    values.update({k: v for k, v in g.update.items() if k not in ("id", "version")})
-                res = await conn.execute(
-                    update(matches_t)
-                    .where(matches_t.c.id == g.match_id, matches_t.c.owner_epoch == g.epoch,
-                           matches_t.c.version == first - 1)
-                    .values(**values))
-                if res.rowcount != 1:
+                if g.match_id not in accepted:
                     refused.add(g.match_id)
                     continue
                 rows.extend(g.rows)
+                if g.update:  # the row is locked by this transaction and its epoch checked above
+                    values = {k: v for k, v in g.update.items() if k not in ("id", "version")}
+                    await conn.execute(update(matches_t).where(matches_t.c.id == g.match_id).values(**values))
             if rows:
                 await conn.execute(insert(actions_t), rows)
         return refused
+
+    @staticmethod
+    async def _fence_pg(conn, ordered: list["MatchWrite"]) -> set[str]:
+        """Postgres: lock the batch's match rows in id order (two writers never deadlock), then one
+        ``UPDATE … FROM unnest(…)`` for every match; returns the ids whose update matched. Measured
+        10x faster than one statement per match at 50-400 matches per batch (docs/decisions.md)."""
+        if not ordered:
+            return set()
+        ids = [g.match_id for g in ordered]
+        await conn.execute(_PG_LOCK, {"ids": ids})
+        res = await conn.execute(_PG_FENCE, {
+            "ids": ids, "epochs": [g.epoch for g in ordered],
+            "firsts": [g.rows[0]["seq"] for g in ordered], "lasts": [g.rows[-1]["seq"] for g in ordered]})
+        return {r[0] for r in res}
 
     async def take_match(self, match_id: str, node_id: str) -> int | None:
         """Take ownership of a running match in its own committed transaction (before its log is
