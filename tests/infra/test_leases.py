@@ -22,10 +22,12 @@ async def test_acquire_is_exclusive(leases):
 
 
 async def test_renew_only_by_the_holder(leases):
+    first_ttl_ends = time.monotonic() + 0.3
     assert await leases.acquire("m1", "n1", 0.3)
     assert not await leases.renew("m1", "n2", 5)
     assert await leases.renew("m1", "n1", 5)
-    await asyncio.sleep(0.45)  # past the first ttl: the renew extended it
+    # past the first ttl (measured, whatever the loop's delays): the renew extended it
+    assert await wait_until(lambda: time.monotonic() > first_ttl_ends + 0.05, timeout=5.0)
     assert await leases.owner("m1") == "n1"
     assert not await leases.renew("never-acquired", "n1", 5)
 
@@ -33,8 +35,7 @@ async def test_renew_only_by_the_holder(leases):
 async def test_expiry_lets_another_node_acquire(leases):
     assert await leases.acquire("m1", "n1", 0.15)
     assert not await leases.acquire("m1", "n2", 0.15)
-    await asyncio.sleep(0.25)
-    assert await leases.owner("m1") is None
+    assert await wait_until_async(lambda: _is_none(leases.owner("m1")), timeout=3.0)  # it expired
     assert not await leases.renew("m1", "n1", 5)  # too late: it is lost
     assert await leases.acquire("m1", "n2", 5)
     assert await leases.owner("m1") == "n2"
@@ -147,3 +148,17 @@ async def test_holds_checks_validity_on_the_monotonic_clock(leases):
     await keeper.renew_now()  # the renew finds it expired (local) or still ours (Redis PX 300 ms)
     assert keeper.holds("m1") == (await leases.owner("m1") == "n1")
     await keeper.stop()
+
+
+async def _is_none(coro) -> bool:
+    return (await coro) is None
+
+
+async def wait_until_async(make, timeout: float) -> bool:
+    """Poll an async predicate until it holds (a wait on the condition, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await make():
+            return True
+        await asyncio.sleep(0.01)
+    return False

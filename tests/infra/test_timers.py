@@ -49,7 +49,8 @@ async def test_cancel_prevents_firing(make_timers):
     await timers.schedule("m1", 2, time.time() + 0.15)
     await timers.cancel("m1", 1)
     await timers.cancel("m1", 99)  # no such deadline: no error
-    await asyncio.sleep(0.45)
+    assert await wait_until(lambda: fired, timeout=3.0)  # phase 2, due at the same time, fired
+    await asyncio.sleep(0.1)  # a negative check: phase 1 does not follow
     assert [(m, p) for _, m, p, _ in fired] == [("m1", 2)]
 
 
@@ -62,8 +63,8 @@ async def test_rescheduling_moves_the_deadline(make_timers):
     await timers.schedule("m1", 1, start + 0.5)  # later
     await timers.schedule("m2", 1, start + 0.6)
     await timers.schedule("m2", 1, start + 0.1)  # earlier
-    await asyncio.sleep(0.35)
-    assert [(m, p) for _, m, p, _ in fired] == [("m2", 1)]
+    assert await wait_until(lambda: fired, timeout=3.0)
+    assert [(m, p) for _, m, p, _ in fired] == [("m2", 1)]  # m1 was not at its first time (0.15 s)
     assert fired[0][3] - start < 0.3
     assert await wait_until(lambda: len(fired) == 2, timeout=1.0)
     assert fired[1][1] == "m1" and fired[1][3] >= start + 0.5 - 0.01
@@ -104,7 +105,7 @@ async def test_a_failing_callback_does_not_stop_the_timers(make_timers):
 
     timers.set_callback(on_due)
     await timers.schedule("bad", 1, time.time())
-    await asyncio.sleep(0.1)
+    assert await wait_until(lambda: fired == ["bad"], timeout=3.0)
     await timers.schedule("good", 1, time.time())
     assert await wait_until(lambda: fired == ["bad", "good"], timeout=1.0)
 
