@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -59,6 +60,8 @@ class LogRecord:
     row: dict[str, Any]
     match_update: dict[str, Any] | None
     on_durable: Callable[[BaseException | None], None]
+    #: ``time.monotonic()`` at submit: a record's retries end ``retry_seconds`` after it was queued
+    submitted: float = 0.0
 
 
 @dataclass
@@ -112,7 +115,7 @@ class LogWriter:
         ``on_durable(exc)`` if it was not written: :class:`Fenced`, :class:`StreamFailed`, or the
         database error that outlived the retries (the caller must then drop its runner; the match
         is rebuilt from its durable log)."""
-        self._queue.append(LogRecord(stream, row, match_update, on_durable))
+        self._queue.append(LogRecord(stream, row, match_update, on_durable, time.monotonic()))
         self._wakeup.set()
 
     async def _run(self) -> None:
@@ -159,8 +162,11 @@ class LogWriter:
                 entry[1].update = record.match_update
         writes = [w for _, w in groups.values()]
         errors: dict[str, BaseException | None] = {}
+        # every record is answered within retry_seconds of its submit (plus one attempt), also when
+        # it queued behind a batch that spent its own retries: the budget counts from the oldest
+        budget = self.retry_seconds - (time.monotonic() - min(r.submitted for r in batch))
         try:
-            refused = await self._with_retries(writes)
+            refused = await self._with_retries(writes, budget)
         except Exception as exc:
             from sqlalchemy.exc import IntegrityError
 
@@ -174,7 +180,7 @@ class LogWriter:
                 refused = set()
                 for w in writes:
                     try:
-                        refused |= await self._with_retries([w])
+                        refused |= await self._with_retries([w], 0.0)
                     except Exception as one:
                         errors[w.match_id] = one
         for match_id in refused:
@@ -196,16 +202,27 @@ class LogWriter:
             self.stats.batch_sizes.append(written)
         return errors
 
-    async def _with_retries(self, writes: list[MatchWrite]) -> set[str]:
+    async def _with_retries(self, writes: list[MatchWrite], budget: float) -> set[str]:
+        """``commit_batch`` retried on transient errors for ``budget`` seconds (at least one
+        attempt); each attempt is bounded too, so a database that hangs instead of refusing is
+        treated as down (a retry after an attempt whose commit did land is refused by the version
+        check, never applied twice)."""
+        attempt_timeout = max(2.0, self.retry_seconds)
+        ends = time.monotonic() + max(0.0, budget)
+        backoff = wait_exponential(multiplier=0.05, max=2.0)
+
+        def wait(state) -> float:  # the last attempt is at the end of the budget, not past it
+            return max(0.0, min(backoff(state), ends - time.monotonic()))
+
         async for attempt in AsyncRetrying(
-            stop=stop_after_delay(self.retry_seconds),
-            wait=wait_exponential(multiplier=0.05, max=2.0),
+            stop=stop_after_delay(max(0.0, budget)),
+            wait=wait,
             retry=retry_if_exception_type((OSError, ConnectionError, TimeoutError)) | _retry_db_errors(),
             reraise=True,
         ):
             with attempt:
                 try:
-                    refused = await self.repo.commit_batch(writes)
+                    refused = await asyncio.wait_for(self.repo.commit_batch(writes), attempt_timeout)
                 except Exception:
                     self.unhealthy = True
                     raise

@@ -145,3 +145,36 @@ async def test_transient_errors_are_retried_within_the_bound():
     await writer.stop()
     assert res.got[("a", 1)] is None and repo.log == {"a": [1]}
     assert len(repo.calls) >= 2 and not writer.unhealthy
+
+
+async def test_a_record_queued_behind_a_failing_batch_is_answered_within_its_own_retry_bound():
+    """The act answer bound: every record gets its callback within retry_seconds of its submit
+    (plus an attempt), not retry_seconds after the batch in front of it gave up."""
+    import time
+
+    repo = TwinRepo()
+    repo.fail = OperationalError("COMMIT", {}, Exception("connection refused"))
+    writer = LogWriter(repo, retry_seconds=1.0)  # type: ignore[arg-type]
+    writer.start()
+    answered: dict[str, float] = {}
+    submitted: dict[str, float] = {}
+    done = asyncio.Event()
+
+    def cb(name):
+        def on_durable(exc):
+            assert exc is not None
+            answered[name] = time.monotonic()
+            if len(answered) == 2:
+                done.set()
+        return on_durable
+
+    submitted["a"] = time.monotonic()
+    writer.submit(Stream("a"), row("a", 1), None, cb("a"))
+    await asyncio.wait_for(repo.entered.wait(), 5)
+    await asyncio.sleep(0.6)  # b arrives while a's batch is retrying
+    submitted["b"] = time.monotonic()
+    writer.submit(Stream("b"), row("b", 1), None, cb("b"))
+    await asyncio.wait_for(done.wait(), 10)
+    await writer.stop()
+    assert answered["a"] - submitted["a"] < 1.3
+    assert answered["b"] - submitted["b"] < 1.3, answered["b"] - submitted["b"]
