@@ -257,7 +257,8 @@ class MatchRunner:
         except Exception:
             log.exception("engine error in match %s (action type %r)", self.match_id,
                           action.get("type") if isinstance(action, dict) else None)
-            raise IllegalAction("internal_error", "the server could not apply this action; nothing changed")
+            raise IllegalAction("internal_error",
+                                "the server could not apply this action; nothing changed") from None
         self.state = new_state
         self.version += 1
         version = self.version
