@@ -551,6 +551,14 @@ class Driver:
             if s is not None:
                 await s.close()
 
+    def summary(self) -> str:
+        hellos: dict[str, list[float]] = {}
+        for outcome, seconds in self.join_attempts:
+            hellos.setdefault(outcome, []).append(seconds)
+        hello_text = ", ".join(f"{o} x{len(v)} (max {max(v):.1f}s)" for o, v in hellos.items())
+        return (f"acks {len(self.acks)}, errors {self.errors}, closes {self.closes}, "
+                f"max act latency {max(self.latencies, default=0):.1f}s, hellos: {hello_text}")
+
     def assert_answered(self) -> None:
         """Every act got its answer in bounded time, every close carried a documented code."""
         assert not self.hangs, f"{self.label}: acts with no ack/error/close within {ACT_ANSWER_BOUND} s: {self.hangs}"
