@@ -81,6 +81,7 @@ async def test_a_remote_abort_answers_once_the_owner_made_it_durable(two_nodes):
     phase = runner.prompts[0].phase_id
     got = await b.manager.abort(runner.match_id, "test", "admin")
     assert got is not None and got.match_id == runner.match_id
+    assert got.meta["status"] == "aborted" and got.meta["outcome"]["reason"] == "aborted: test"
     assert (await b.repo.match(runner.match_id))["status"] == "aborted"
     assert await wait_until(lambda: runner.match_id not in a.manager.runners, timeout=5)
     timers = a.backends.timers

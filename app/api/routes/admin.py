@@ -79,5 +79,6 @@ async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: Abort
         raise ApiError(status, exc.code, exc.message) from None
     if runner is None:
         raise not_found("match")
-    return match_public({**runner.meta, "status": "aborted",
-                         "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}})
+    # the durable state: the abort record is committed before manager.abort returns (local owner:
+    # runner.meta was updated by the durable callback; remote owner: rebuilt from the database)
+    return match_public(runner.meta)
