@@ -140,6 +140,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         m.log_records.set(app.state.log_writer.stats.records)
         m.log_commits.set(app.state.log_writer.stats.commits)
         m.deadlines.set(app.state.manager.deadlines_fired)
+        stats = app.state.log_writer.stats
+        m.log_failures.set(stats.failures)
+        m.log_fenced.set(stats.fenced)
+        m.log_dropped.set(stats.dropped)
+        m.log_pending.set(app.state.log_writer.pending)
+        m.storage_ok.set(0 if app.state.log_writer.unhealthy else 1)
+        m.recoveries.set(app.state.manager.recoveries)
+        if app.state.manager.cluster is not None:
+            m.takeovers.set(app.state.manager.cluster.takeovers)
         return PlainTextResponse(generate_latest(m.registry).decode(), media_type="text/plain; version=0.0.4")
 
     if WEB.is_dir() and any(WEB.iterdir()):
