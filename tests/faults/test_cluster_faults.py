@@ -10,9 +10,22 @@ import time
 import pytest
 
 from app.client import RestClient
-from tests.e2e.helpers import my_prompt, start_match
-from tests.faults.conftest import (END_TURN, Driver, check_log, deadline_rows_by_phase, join, lease_owner,
-                                   node_log_tail, pause, read_log, resume, sleep_until, verify, wait_owner)
+from tests.e2e.helpers import start_match
+from tests.faults.conftest import (
+    END_TURN,
+    Driver,
+    check_log,
+    deadline_rows_by_phase,
+    join,
+    lease_owner,
+    node_log_tail,
+    pause,
+    read_log,
+    resume,
+    sleep_until,
+    verify,
+    wait_owner,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(240)]
 
@@ -55,6 +68,7 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
         waited = await wait_owner(private_redis.url, private_pg.url, mid, "node-b", within=20)
         healthy_acks = [len(d.acks) for d in drivers]
         resume(a)
+        woke = time.time()
         kind, msg = await sa[turn].answer(9001)
         assert kind != "hang", "the resumed old owner left the act without any answer"
         await on_b.play_until(lambda: len(on_b.acks) >= 3, within=30)
@@ -74,8 +88,20 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
         if kind == "ack":
             acks.append((turn, 9001, msg["version"]))
         check_log(match, actions, acks)
-        stray = [r["seq"] for r in actions if r["client_seq"] == 9001]
-        assert not stray or kind == "ack", f"the paused owner's action is in the log (seq {stray}) but was never acknowledged"
+        # the action sent to the paused owner: if it is durable, a resend (same seq) gets its ack
+        stray = [r for r in actions if r["client_seq"] == 9001 and r["seat"] == turn]
+        if stray:
+            s9, _ = await join(b.url, mid, table.players[turn].token, label="resend to b")
+            await s9.act(9001, END_TURN, k)
+            kind9, msg9 = await s9.answer(9001)
+            await s9.close()
+            assert kind9 == "ack" and msg9["version"] == stray[0]["seq"], (kind9, msg9, stray)
+        # ...and only the lease holder may have written it: the paused owner had lost its lease
+        # (b held it) when it woke, so it must not commit the action it found waiting
+        assert not stray or kind == "ack", (
+            f"the paused owner's action is in the log (seq {stray[0]['seq'] if stray else None}, written "
+            f"{stray[0]['created_at'] - woke:+.3f}s after SIGCONT) while b held the lease; its socket got "
+            f"{kind} {msg}\n{node_log_tail(a, b, lines=12)}")
         verify(private_pg.url, mid)
         assert match["owner_epoch"] > before["owner_epoch"], "the fencing token did not move at the takeover"
         assert match["owner_node"] == "node-b", f"owner_node is {match['owner_node']!r} after b took over"

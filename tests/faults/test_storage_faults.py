@@ -9,8 +9,17 @@ import time
 import pytest
 
 from tests.e2e.helpers import my_prompt, start_match
-from tests.faults.conftest import (ACT_ANSWER_BOUND, DOCUMENTED_FAULT_CLOSES, Driver, check_log, join,
-                                   node_log_tail, read_log, sleep_until, verify)
+from tests.faults.conftest import (
+    ACT_ANSWER_BOUND,
+    DOCUMENTED_FAULT_CLOSES,
+    Driver,
+    check_log,
+    join,
+    node_log_tail,
+    read_log,
+    sleep_until,
+    verify,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(240)]
 
