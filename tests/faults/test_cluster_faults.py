@@ -47,8 +47,7 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
     owner commits nothing for M (b's writes never collide: no storage failure, no close on b), the
     log has no gap and verifies, the fencing token in the database moved to b, and the 8 sockets of
     4 healthy matches on b (playing all along) stay open."""
-    a = nodes.start("node-a", **SHORT_LEASE)
-    b = nodes.start("node-b", **SHORT_LEASE)
+    a, b = nodes.start_pair(("node-a", "node-b"), **SHORT_LEASE)
     opts = {"turn_seconds": 600, "max_rounds": 1000}
     table = await start_match(a.url, "provinces", 2, options=opts)
     mid = table.match_id
@@ -128,15 +127,14 @@ async def test_item3_resumed_old_owner_never_swallows_a_deadline(nodes, private_
     the owner is paused, the other node takes the match over, and the old owner is continued just
     after the phase's deadline is due, so both race for it. Every due deadline's defaults are
     applied exactly once (``deadline`` rows per phase and seat) and the match keeps moving."""
-    a = nodes.start("node-a", **SHORT_LEASE)
-    b = nodes.start("node-b", **SHORT_LEASE)
+    a, b = nodes.start_pair(("node-a", "node-b"), **SHORT_LEASE)
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 5, "max_rounds": 1000})
     mid = table.match_id
     owner, other = a, b
     admin = RestClient(b.url, nodes.admin_token)
     rounds = []
     try:
-        for rnd in range(4):
+        for rnd in range(3):
             seen = await admin.admin_match(mid)
             version = seen["version"]
             due = min(p["deadline_at"] for p in seen["prompts"])
@@ -167,7 +165,13 @@ async def test_item3_resumed_old_owner_never_swallows_a_deadline(nodes, private_
         fired = deadline_rows_by_phase(match, actions)
         twice = {k: v for k, v in fired.items() if len(v) > 1}
         assert not twice, f"deadline defaults applied more than once: {twice}"
-        assert len({phase for phase, _ in fired}) >= 4
+        assert len({phase for phase, _ in fired}) >= 3
+        # ...and none before its due time (the due times are in the log: each row's pending deadlines)
+        by_seq = {r["seq"]: r for r in actions}
+        for (phase, _seat), seqs in fired.items():
+            pending = by_seq[seqs[0] - 1]["deadlines"] if seqs[0] > 1 else match["deadlines"]
+            due_at = pending.get(str(phase))
+            assert due_at is None or by_seq[seqs[0]]["created_at"] >= due_at - 0.1, f"phase {phase} defaulted early"
         print(f"deadline lateness per round (s after due): {rounds}")
     finally:
         for n in (a, b):
@@ -182,8 +186,7 @@ async def test_outage_node_killed_matches_go_on_within_3s(nodes, private_pg, pri
     its orders are accepted there; they carry ``version`` v0, the phase's start (item 4 after a
     takeover: the stale rule gives the same answer as before). A hello on b while the dead owner's
     lease still runs is answered at once (state, error or close), never left hanging."""
-    a = nodes.start("node-a")
-    b = nodes.start("node-b")
+    a, b = nodes.start_pair(("node-a", "node-b"))
     table = await start_match(a.url, "conquest", 2, options={"phase_seconds": 180})
     mid = table.match_id
     try:
@@ -231,8 +234,7 @@ async def test_outage_redis_killed_and_restarted_empty(nodes, private_pg, privat
     no subscription survives. Seat 0 plays on node a, seat 1 through node b. Every act is answered
     in bounded time or closed with a documented code, play resumes by itself, nothing acknowledged
     is lost, and the open turn's deadline (kept only in the log once Redis lost it) still fires."""
-    a = nodes.start("node-a")
-    b = nodes.start("node-b")
+    a, b = nodes.start_pair(("node-a", "node-b"))
     table = await start_match(a.url, "provinces", 2, options={"turn_seconds": 8, "max_rounds": 1000})
     driver = Driver(table, {0: a.url, 1: b.url}, label="redis restart")
     try:
@@ -281,8 +283,7 @@ async def test_outage_owner_paused_past_its_lease(nodes, private_pg, private_red
     """Both players' sockets are on node b, linked to the owner a; a is paused for 3 leases while they
     keep playing, then continued. Every act gets an ack, an error or a documented close in bounded
     time; b takes the match over and play goes on; nothing acknowledged is lost; the log verifies."""
-    a = nodes.start("node-a", **SHORT_LEASE)
-    b = nodes.start("node-b", **SHORT_LEASE)
+    a, b = nodes.start_pair(("node-a", "node-b"), **SHORT_LEASE)
     table = await start_match(a.url, "provinces", 2, options={"turn_seconds": 600, "max_rounds": 1000})
     driver = Driver(table, {0: b.url, 1: b.url}, label="owner paused")
     try:
