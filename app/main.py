@@ -71,8 +71,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
         manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
                                node_id=settings.node)
-        keeper = LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=manager.lease_lost)
-        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
+        # one process (local backends): nothing to fail over to, so a long lease; a short one would
+        # only turn an event-loop stall of 2 s into every match being dropped and rebuilt
+        lease_seconds = settings.lease_seconds if backends.mode == "redis" else max(settings.lease_seconds, 30.0)
+        keeper = LeaseKeeper(backends.leases, settings.node, lease_seconds, on_lost=manager.lease_lost)
+        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=lease_seconds,
                           multi_node=backends.mode == "redis",
                           takeover_interval=settings.takeover_interval_seconds)
         manager.cluster = cluster
