@@ -63,7 +63,7 @@ async def test_item1_log_gap_after_postgres_outage(nodes, private_pg):
         acks = [(seat, 1, msg["version"]) for seat, (kind, msg) in answers.items() if kind == "ack"]
         # whatever the node still had queued is written (or dropped) within its retry window: watch
         # the durable log meanwhile; a record committed after an earlier one failed shows as a gap
-        await _watch_log_has_no_gap(private_pg.url, mid, until=up + 8.0)
+        await _watch_log_has_no_gap(private_pg.url, mid, until=up + 4.0)
         # the players get back in (the match loads again) and resend what was not acknowledged
         socks = {0: s0, 1: s1}
         for seat, (kind, msg) in answers.items():
