@@ -272,7 +272,8 @@ class LeaseKeeper:
 
     async def renew_now(self) -> set[str]:
         """One renewal round (the loop calls this every ``ttl/3``); returns the ids lost in it."""
-        ids = list(self._valid_until)
+        before = dict(self._valid_until)
+        ids = list(before)
         lost: set[str] = set()
         if ids:
             started = time.monotonic()
@@ -283,8 +284,8 @@ class LeaseKeeper:
                 log.warning("node %s: lease renewal failed (%s)", self.node_id, exc)
             else:
                 for match_id in ids:
-                    if match_id not in self._valid_until:
-                        continue  # released meanwhile
+                    if self._valid_until.get(match_id) != before[match_id]:
+                        continue  # released or acquired again meanwhile: this answer is about the old one
                     if match_id in kept:
                         self._valid_until[match_id] = started + self.ttl - self.margin
                     else:

@@ -162,3 +162,34 @@ async def wait_until_async(make, timeout: float) -> bool:
             return True
         await asyncio.sleep(0.01)
     return False
+
+
+class SlowRenewals(LocalLeases):
+    """Leases whose renewals wait for ``gate`` and then say nothing was kept (as after Redis lost
+    its keys)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+
+    async def renew_many(self, match_ids, node_id, ttl_seconds):
+        self.entered.set()
+        await self.gate.wait()
+        return set()
+
+
+async def test_a_renewal_answer_about_an_old_lease_does_not_drop_a_new_one():
+    """A renewal in flight when the match is acquired again (the takeover scan re-took it) answers
+    about the old lease: it must not declare the new one lost (that dropped the new runner)."""
+    leases = SlowRenewals()
+    lost: list[str] = []
+    keeper = LeaseKeeper(leases, "n1", 5.0, on_lost=lost.append)
+    assert await keeper.acquire("m1")
+    renewal = asyncio.create_task(keeper.renew_now())
+    await asyncio.wait_for(leases.entered.wait(), 5)
+    await asyncio.sleep(0.01)  # the monotonic clock moves on: the new validity differs
+    assert await keeper.acquire("m1")  # acquired again while the renewal is in flight
+    leases.gate.set()
+    assert await asyncio.wait_for(renewal, 5) == set()
+    assert lost == [] and keeper.holds("m1")
