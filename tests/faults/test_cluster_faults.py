@@ -66,6 +66,7 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
         await sa[turn].act(9001, END_TURN, k)  # waits in a's socket until a runs again
         waited = await wait_owner(private_redis.url, private_pg.url, mid, "node-b", within=20)
         healthy_acks = [len(d.acks) for d in drivers]
+        at_wake = await _match_row(private_pg.url, mid)  # the fencing token when a wakes
         resume(a)
         woke = time.time()
         kind, msg = await sa[turn].answer(9001)
@@ -99,7 +100,8 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
         # (b held it) when it woke, so it must not commit the action it found waiting
         assert not stray or kind == "ack", (
             f"the paused owner's action is in the log (seq {stray[0]['seq'] if stray else None}, written "
-            f"{stray[0]['created_at'] - woke:+.3f}s after SIGCONT) while b held the lease; its socket got "
+            f"{stray[0]['created_at'] - woke:+.3f}s after SIGCONT) while b held the lease (epoch in the database "
+            f"when a woke: {at_wake['owner_epoch']} of {at_wake['owner_node']}); its socket got "
             f"{kind} {msg}\n{node_log_tail(a, b, lines=12)}")
         verify(private_pg.url, mid)
         assert match["owner_epoch"] > before["owner_epoch"], "the fencing token did not move at the takeover"
