@@ -53,6 +53,9 @@ class LogStream(Protocol):
     #: set by the log writer once a record of this stream failed
     log_failed: bool
 
+    # optional: ``may_write() -> bool``, checked before each commit attempt (a valid lease); a
+    # stream that may not write fails with Fenced without being written
+
 
 @dataclass(slots=True)
 class LogRecord:
@@ -165,8 +168,9 @@ class LogWriter:
         # every record is answered within retry_seconds of its submit (plus one attempt), also when
         # it queued behind a batch that spent its own retries: the budget counts from the oldest
         budget = self.retry_seconds - (time.monotonic() - min(r.submitted for r in batch))
+        streams = {w.match_id: s for s, w in groups.values()}
         try:
-            refused = await self._with_retries(writes, budget)
+            refused = await self._with_retries(writes, budget, streams)
         except Exception as exc:
             from sqlalchemy.exc import IntegrityError
 
@@ -180,7 +184,7 @@ class LogWriter:
                 refused = set()
                 for w in writes:
                     try:
-                        refused |= await self._with_retries([w], 0.0)
+                        refused |= await self._with_retries([w], 0.0, streams)
                     except Exception as one:
                         errors[w.match_id] = one
         for match_id in refused:
@@ -202,7 +206,8 @@ class LogWriter:
             self.stats.batch_sizes.append(written)
         return errors
 
-    async def _with_retries(self, writes: list[MatchWrite], budget: float) -> set[str]:
+    async def _with_retries(self, writes: list[MatchWrite], budget: float,
+                            streams: dict[str, LogStream] | None = None) -> set[str]:
         """``commit_batch`` retried on transient errors for ``budget`` seconds (at least one
         attempt); each attempt is bounded too, so a database that hangs instead of refusing is
         treated as down (a retry after an attempt whose commit did land is refused by the version
@@ -221,14 +226,21 @@ class LogWriter:
             reraise=True,
         ):
             with attempt:
+                lapsed = {w.match_id for w in writes if not _may_write((streams or {}).get(w.match_id))}
                 try:
-                    refused = await asyncio.wait_for(self.repo.commit_batch(writes), attempt_timeout)
+                    refused = await asyncio.wait_for(
+                        self.repo.commit_batch([w for w in writes if w.match_id not in lapsed]), attempt_timeout)
                 except Exception:
                     self.unhealthy = True
                     raise
                 self.unhealthy = False
-                return refused
+                return refused | lapsed
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _may_write(stream: LogStream | None) -> bool:
+    check = getattr(stream, "may_write", None)
+    return check is None or bool(check())
 
 
 def _retry_db_errors():

@@ -101,6 +101,12 @@ class MatchRunner:
         self.failed = False
         self._pending_phase: dict[int, int] = {}
 
+    def may_write(self) -> bool:
+        """Whether this node may change the match now: its lease is valid (always, without a
+        lease check). Checked by ``act``, ``deadline``, ``abort`` and by the log writer before each
+        commit attempt, so a node that woke up after its lease ran out writes nothing."""
+        return self._holds_lease is None or self._holds_lease()
+
     # ------------------------------------------------------------------ viewers
     def attach(self, peer: Peer, *, since_version: int | None = None) -> None:
         """Add a viewer and send it the full ``state`` (with the events it missed since
@@ -198,6 +204,15 @@ class MatchRunner:
         if self.status != "running" or self.failed:
             peer.push(encode(error("match_over", "the match is not running", seq=client_seq)))
             return
+        if not self.may_write():
+            # no valid lease (this node was paused, or cannot reach Redis): another node may run the
+            # match now; nothing is applied here (issue 9 item 2)
+            from app.runtime.cluster import CLOSE_MOVED
+
+            peer.push(encode(error("match_moved", "the match moved to another node; reconnect and resume",
+                                   seq=client_seq)))
+            peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
+            return
         if version is not None:
             if not isinstance(version, int) or isinstance(version, bool) or version > self.version:
                 peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
@@ -223,7 +238,7 @@ class MatchRunner:
         Returns how many defaults were applied."""
         if self.status != "running" or self.failed:
             return 0
-        if self._holds_lease is not None and not self._holds_lease():
+        if not self.may_write():
             # no valid lease (e.g. this process was paused): another node may run the match now
             # (the lease may come back at the next renew, or the new owner re-arms the deadline)
             log.warning("deadline of match %s phase %s refused: no valid lease", self.match_id, phase_id)
@@ -362,6 +377,8 @@ class MatchRunner:
         Raises IllegalAction ``match_over`` if the match is not running."""
         if self.status != "running" or self.failed:
             raise IllegalAction("match_over", "the match is not running")
+        if not self.may_write():
+            raise IllegalAction("match_moved", "this node does not hold the match's lease now; try again")
         open_phases = list(self.deadlines)
         self.version += 1
         version = self.version

@@ -178,3 +178,21 @@ async def test_a_record_queued_behind_a_failing_batch_is_answered_within_its_own
     await writer.stop()
     assert answered["a"] - submitted["a"] < 1.3
     assert answered["b"] - submitted["b"] < 1.3, answered["b"] - submitted["b"]
+
+
+async def test_a_stream_without_a_valid_lease_is_not_written():
+    """Checked before each commit attempt: a record queued while the lease was valid is not
+    committed once it lapsed (the node was paused between the act and the commit)."""
+    repo = TwinRepo()
+    writer = LogWriter(repo)  # type: ignore[arg-type]
+    res = Results()
+    res.expected = 2
+    paused, healthy = Stream("paused"), Stream("healthy")
+    paused.may_write = lambda: False  # type: ignore[attr-defined]
+    writer.submit(paused, row("paused", 1), None, res.cb("paused", 1))
+    writer.submit(healthy, row("healthy", 1), None, res.cb("healthy", 1))
+    writer.start()
+    await asyncio.wait_for(res.done.wait(), 5)
+    await writer.stop()
+    assert isinstance(res.got[("paused", 1)], Fenced) and res.got[("healthy", 1)] is None
+    assert repo.log == {"healthy": [1]} and paused.log_failed

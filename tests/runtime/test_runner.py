@@ -2,8 +2,10 @@
 simultaneous phases, storage failure."""
 from __future__ import annotations
 
+import pytest
+
 from app.games import registry
-from app.games.base import SPECTATOR
+from app.games.base import SPECTATOR, IllegalAction
 from tests.runtime.twins import Clock, FakePeer, make_runner
 
 provinces = registry()["provinces"]
@@ -276,3 +278,19 @@ def test_a_failed_abort_reports_its_error():
     runner.abort("test", "admin", done.append)
     writer.fail(OSError("disk gone"))
     assert isinstance(done[0], OSError) and runner.failed and runner.failure == "storage"
+
+
+def test_an_action_without_a_valid_lease_is_not_applied():
+    """A node that woke up after its lease ran out answers match_moved (4503) and applies nothing,
+    even before its keeper noticed (issue 9 item 2)."""
+    runner, writer, _, _ = make_runner(provinces, 2)
+    lease = {"valid": False}
+    runner._holds_lease = lambda: lease["valid"]
+    peer = FakePeer(_turn_seat(runner))
+    runner.attach(peer)
+    runner.act(peer, 1, {"type": "end_turn"})
+    assert peer.messages[-1]["code"] == "match_moved" and peer.closed[0] == 4503
+    assert runner.version == 0 and writer.pending == []
+    with pytest.raises(IllegalAction):
+        runner.abort("test", "admin")
+    assert runner.status == "running" and writer.pending == []

@@ -75,7 +75,7 @@ async def abort(match_id: str, manager: ManagerDep, admin: AdminDep, body: Abort
     try:
         runner = await manager.abort(match_id, reason, admin["id"])
     except IllegalAction as exc:  # answered once the abort is durable (or it failed)
-        status = 503 if exc.code in ("storage_unavailable", "abort_pending") else 409
+        status = 503 if exc.code in ("storage_unavailable", "abort_pending", "match_moved") else 409
         raise ApiError(status, exc.code, exc.message) from None
     if runner is None:
         raise not_found("match")
