@@ -61,8 +61,17 @@ class Settings(BaseSettings):
     commit_window_ms: float = Field(2.0, ge=0)
     #: Most log records in one commit.
     commit_max_batch: int = Field(2000, ge=1)
-    #: Match lease time across nodes, seconds (production mode).
-    lease_seconds: float = Field(10.0, gt=0.5)
+    #: Group commit: seconds a batch is retried on transient database errors before its matches
+    #: fail (their runners are dropped and rebuilt from the durable log).
+    commit_retry_seconds: float = Field(10.0, ge=0)
+    #: Match lease time across nodes, seconds (production mode). A dead node's matches go on
+    #: elsewhere within about lease + takeover interval; renewed every lease/3.
+    lease_seconds: float = Field(2.0, gt=0.5)
+    #: Seconds between scans for running matches whose lease is free (takeover of a dead node's).
+    takeover_interval_seconds: float = Field(0.5, gt=0)
+    #: A claimed deadline is hidden from other claims this long; it fires again unless its phase
+    #: ended durably meanwhile (production mode).
+    deadline_claim_seconds: float = Field(5.0, gt=0)
     #: This node's id (defaults to hostname + random suffix).
     node_id: str | None = None
     #: Run bots for bot seats on this node.

@@ -83,14 +83,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(settings.database_url)
         repo = Repository(engine)
         await _ensure_admin(repo, settings.admin_token)
-        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
+        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
+                           retry_seconds=settings.commit_retry_seconds)
         writer.start()
-        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix)
+        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
+                                 claim_seconds=settings.deadline_claim_seconds)
         bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
-        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None)
-        keeper = LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=manager.lease_lost)
-        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
-                          multi_node=backends.mode == "redis")
+        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
+                               node_id=settings.node)
+        # one process (local backends): nothing to fail over to, so a long lease; a short one would
+        # only turn an event-loop stall of 2 s into every match being dropped and rebuilt
+        lease_seconds = settings.lease_seconds if backends.mode == "redis" else max(settings.lease_seconds, 30.0)
+        keeper = LeaseKeeper(backends.leases, settings.node, lease_seconds, on_lost=manager.lease_lost)
+        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=lease_seconds,
+                          multi_node=backends.mode == "redis",
+                          takeover_interval=settings.takeover_interval_seconds)
         manager.cluster = cluster
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
@@ -166,6 +173,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         m.log_records.set(app.state.log_writer.stats.records)
         m.log_commits.set(app.state.log_writer.stats.commits)
         m.deadlines.set(app.state.manager.deadlines_fired)
+        stats = app.state.log_writer.stats
+        m.log_failures.set(stats.failures)
+        m.log_fenced.set(stats.fenced)
+        m.log_dropped.set(stats.dropped)
+        m.log_pending.set(app.state.log_writer.pending)
+        m.storage_ok.set(0 if app.state.log_writer.unhealthy else 1)
+        m.recoveries.set(app.state.manager.recoveries)
+        if app.state.manager.cluster is not None:
+            m.takeovers.set(app.state.manager.cluster.takeovers)
         return PlainTextResponse(generate_latest(m.registry).decode(), media_type="text/plain; version=0.0.4")
 
     if WEB.is_dir() and any(WEB.iterdir()):
