@@ -276,8 +276,8 @@ def free_port() -> int:
 
 # ---------------------------------------------------------------------------- matches over REST
 async def create_matches(url: str, count: int, seats: int, options: dict[str, Any],
-                         concurrency: int = 16) -> list[dict[str, Any]]:
-    """``count`` matches of Provinces, each with ``seats`` freshly registered players. Returns
+                         concurrency: int = 16, game: str = "provinces") -> list[dict[str, Any]]:
+    """``count`` matches of ``game``, each with ``seats`` freshly registered players. Returns
     ``[{"id": match_id, "tokens": [token of seat 0, ...]}]``."""
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -293,7 +293,7 @@ async def create_matches(url: str, count: int, seats: int, options: dict[str, An
 
         async def one(i: int) -> dict[str, Any]:
             tokens = [(await call("POST", "/players", body={"name": f"bench{i}-{s}"}))["token"] for s in range(seats)]
-            lobby = await call("POST", "/lobbies", tokens[0], {"game": "provinces", "seats": seats, "options": options})
+            lobby = await call("POST", "/lobbies", tokens[0], {"game": game, "seats": seats, "options": options})
             for s in range(1, seats):
                 await call("POST", f"/lobbies/{lobby['id']}/join", tokens[s], {"seat": s})
             lobby = await call("POST", f"/lobbies/{lobby['id']}/start", tokens[0])
@@ -310,7 +310,9 @@ class Generator:
                  nice: int = 0) -> None:
         cfg_path = workdir / f"loadgen-{index}.json"
         cfg_path.write_text(json.dumps(config))
-        if kind == "node":
+        if kind == "bots":
+            cmd = [sys.executable, str(LOADGEN_DIR / "botgen.py"), str(cfg_path)]
+        elif kind == "node":
             if not (LOADGEN_DIR / "node_modules" / "ws").is_dir():
                 raise SystemExit("bench/loadgen/node_modules is missing: run `npm ci` in bench/loadgen first")
             cmd = ["node", str(LOADGEN_DIR / "loadgen.mjs"), str(cfg_path)]
@@ -396,6 +398,30 @@ def cb(phase, info):
         tracked = len(gc.get_objects()) if info['generation'] == 2 else -1
         out.write('%.3f %d %.3f %d %.3f\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms))
 gc.callbacks.append(cb)
+lag_path = os.environ.get('BENCH_LAG_LOG')
+if lag_path:
+    import asyncio, uvicorn
+    lag_out = open(lag_path, 'a', buffering=1)
+    async def _lag_monitor():
+        # every 10 ms asks to be woken; how late it wakes is the event loop's lag. One line per 0.5 s:
+        # "epoch worst_ms_in_the_last_0.5_s"
+        worst, last = 0.0, time.perf_counter()
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lag = (time.perf_counter() - t - 0.01) * 1000
+            worst = max(worst, lag)
+            if time.perf_counter() - last >= 0.5:
+                lag_out.write('%.3f %.3f\n' % (time.time(), worst))
+                worst, last = 0.0, time.perf_counter()
+    _serve = uvicorn.Server.serve
+    async def serve(self, sockets=None):
+        task = asyncio.ensure_future(_lag_monitor())
+        try:
+            await _serve(self, sockets=sockets)
+        finally:
+            task.cancel()
+    uvicorn.Server.serve = serve
 sys.argv = ['bannerfall', 'serve']
 from app.cli import main
 main()
@@ -419,6 +445,18 @@ def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
             g["total_ms"] = round(g["total_ms"] + float(ms), 1)
             g["max_ms"] = max(g["max_ms"], float(ms))
     return out
+
+
+def loop_lag(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
+    """The event loop's worst lag (ms) logged by GC_WRAPPER's monitor between t0 and t1 (epoch s)."""
+    if not path.exists():
+        return None
+    worst = [float(ms) for t, ms in (line.split() for line in path.read_text().splitlines()) if t0 <= float(t) <= t1]
+    if not worst:
+        return None
+    worst.sort()
+    return {"max_ms": round(worst[-1], 1), "p99_of_half_seconds_ms": round(worst[min(len(worst) - 1, int(0.99 * len(worst)))], 1),
+            "half_seconds_over_20ms": sum(w > 20 for w in worst), "samples": len(worst)}
 
 
 def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_quiet: float = 0.0) -> dict[str, Any]:
@@ -467,6 +505,7 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
         "server_rss_mb": proc_rss_kb(server.pid) / 1024,
         "loadavg_before": load_before,
         "gc": gc_pauses(Path(server.env["BENCH_GC_LOG"]), epoch0, time.time()) if "BENCH_GC_LOG" in server.env else None,
+        "loop_lag": loop_lag(Path(server.env["BENCH_LAG_LOG"]), epoch0, time.time()) if "BENCH_LAG_LOG" in server.env else None,
         "machine_busy_pct_before": quiet,
     })
     srv_core = f"cpu{SERVER_CORE}"

@@ -1,0 +1,326 @@
+"""Bannerfall beside the reference card rooms, in one invocation (issue 11 item 4).
+
+    . .venv/bin/activate && ../shared/perf/setup.sh && (cd bench/loadgen && npm ci)
+    python bench/bench_matrix.py                 # all three games, embedded and production, + FastAPI + Colyseus
+    python bench/bench_matrix.py --quick         # the same matrix, tiny (under a minute): a smoke test of the harness
+
+One run measures, on the same machine and within minutes of each other:
+
+* the **reference rooms** of ``/work/shared/perf`` (``--perf-dir``): the FastAPI card room and the
+  Colyseus 0.17 card room, each pinned to core 0 and driven by their own ``loadgen.js`` on core 1
+  (closed loop, no think time, ``--rooms`` rooms of 4). Their code and dependencies stay where
+  ``setup.sh`` put them (``/tmp/perf-venv``, ``/tmp/perf-node``); nothing of them is committed here.
+* **Bannerfall** for each game (Provinces, Conquest, Warrior) and each mode: ``embedded`` (SQLite in a
+  temp dir, in-process backends) and ``production`` (a fresh Postgres database and a fresh Redis key
+  prefix on the machine's servers, both removed afterwards). ``bannerfall serve`` is pinned to core 0;
+  the load generator to core 1 (Provinces: ``loadgen.mjs``; Conquest and Warrior: ``botgen.py``, the
+  games' own random bots playing every seat from their sockets' states, so Conquest's simultaneous
+  phases and Warrior's decisions inside attacks are played as a client plays them). Phases as in
+  ``bench_server.py``: warm-up, closed loop (the maximum), open loop at half of that.
+
+Per game and mode it prints: actions per server CPU-second and its ratio to each reference room,
+bytes per socket per action (mean over the closed loop, and the median state message), p99
+action->ack at half of Bannerfall's own maximum, the event loop's worst lag and the worst cyclic-GC
+pause over the measured phases, server memory per idle socket and per live match (RSS deltas), the
+machine's load average. Only ratios within one run count: the machine may be shared.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_server as bs  # noqa: E402
+
+ROOT = bs.ROOT
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+#: lobby options that keep every deadline out of the run (no default actions, no timeouts)
+GAME_OPTIONS: dict[str, dict[str, Any]] = {
+    "provinces": {"turn_seconds": 3600, "max_rounds": 1000},
+    "conquest": {"phase_seconds": 3600, "decision_seconds": 3600, "max_rounds": 1000},
+    "warrior": {"phase_seconds": 3600, "decision_seconds": 600, "siege_seconds": 600},
+}
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# ---------------------------------------------------------------------------- reference rooms
+def run_reference(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """One reference room (``fastapi`` or ``colyseus``) under its own load generator; returns its
+    loadgen.js JSON line plus ``actions_per_server_cpu_s`` and ``kb_per_socket``."""
+    perf = args.perf_dir
+    port = bs.free_port()
+    env = {**os.environ, "PERF_NODE_DIR": args.perf_node_dir}
+    log = open(tmp / f"{kind}.log", "wb")
+    if kind == "fastapi":
+        py = Path(args.perf_venv) / "bin" / "python"
+        cmd = ["taskset", "-c", str(args.server_core), str(py), "-m", "uvicorn", "fastapi_room:app",
+               "--app-dir", str(perf), "--host", "127.0.0.1", "--port", str(port), "--loop", "uvloop",
+               "--http", "httptools", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
+               "--no-access-log", "--log-level", "warning", "--backlog", "2048"]
+        url, proto = f"ws://127.0.0.1:{port}/ws/{{room}}/{{seat}}", "plain"
+    else:
+        cmd = ["taskset", "-c", str(args.server_core), "node", str(perf / "colyseus_room" / "server.js"),
+               "--port", str(port)]
+        url, proto = f"ws://127.0.0.1:{port}", "colyseus"
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 30
+        while not port_open(port):
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"{kind} room did not start: {(tmp / f'{kind}.log').read_text()[-2000:]}")
+            time.sleep(0.1)
+        rss0 = bs.proc_rss_kb(proc.pid)
+        gen = ["taskset", "-c", str(args.generator_core), "node", str(perf / "loadgen.js"), "--protocol", proto,
+               "--url", url, "--rooms", str(args.rooms), "--duration", str(args.ref_seconds),
+               "--warmup", str(args.ref_warmup), "--think-ms", "0", "--server-pid", str(proc.pid),
+               "--clk-tck", str(CLK_TCK), "--label", kind]
+        if kind == "colyseus":
+            gen.append("--fast-views")
+        load = os.getloadavg()
+        res = subprocess.run(gen, env=env, capture_output=True, text=True, timeout=args.ref_seconds + args.ref_warmup + 120)
+        lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"{kind} loadgen failed: {res.stderr[-2000:]}")
+        out = json.loads(lines[-1])
+        out["loadavg_before"] = load
+        cpu = out.get("server_cpu") or 0
+        out["actions_per_server_cpu_s"] = out["actions_per_s"] / cpu if cpu else None
+        if out.get("server_rss_mb") and out.get("connections"):
+            out["kb_per_socket"] = (out["server_rss_mb"] * 1024 - rss0) / out["connections"]
+        return out
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+# ---------------------------------------------------------------------------- Bannerfall
+class Production:
+    """A fresh Postgres database and Redis key prefix, removed afterwards."""
+
+    def __init__(self, database_url: str, redis_url: str) -> None:
+        self.pg = bs.Postgres(database_url)
+        self.redis_url = redis_url
+        self.prefix = f"bfbench{secrets.token_hex(5)}:"
+
+    def create(self) -> dict[str, str]:
+        url = self.pg.create()
+        return {"BANNERFALL_DATABASE_URL": url, "BANNERFALL_REDIS_URL": self.redis_url,
+                "BANNERFALL_REDIS_PREFIX": self.prefix}
+
+    def drop(self) -> None:
+        self.pg.drop()
+        import redis
+
+        r = redis.Redis.from_url(self.redis_url)
+        try:
+            keys = list(r.scan_iter(match=self.prefix + "*", count=1000))
+            for i in range(0, len(keys), 500):
+                r.delete(*keys[i:i + 500])
+        finally:
+            r.close()
+
+
+def run_bannerfall(game: str, mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    work = tmp / f"{game}-{mode}"
+    work.mkdir()
+    prod = Production(args.database_url, args.redis_url) if mode == "production" else None
+    server: bs.Server | None = None
+    gens: list[bs.Generator] = []
+    try:
+        env = {"BANNERFALL_WS_COMPRESSION": "false", "BENCH_GC_LOG": str(work / "gc.log"),
+               "BENCH_LAG_LOG": str(work / "lag.log")}
+        if prod:
+            env.update(prod.create())
+            db_url = env.pop("BANNERFALL_DATABASE_URL")
+        else:
+            db_url = f"sqlite+aiosqlite:///{work / 'bench.db'}"
+        server = bs.Server(db_url, args.server_core, env, work / "server.log",
+                           cmd=[sys.executable, "-c", bs.GC_WRAPPER, "log"]).start()
+        rss_start = bs.proc_rss_kb(server.pid)
+        specs = asyncio.run(bs.create_matches(server.url, args.matches, 4, GAME_OPTIONS[game], game=game))
+        rss_matches = bs.proc_rss_kb(server.pid)
+        kind = "bots" if game != "provinces" else ("node" if (bs.LOADGEN_DIR / "node_modules" / "ws").is_dir() else "python")
+        cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "game": game, "deflate": False,
+               "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1}
+        gens.append(bs.Generator(kind, cfg, args.generator_core, work, 0))
+        ready = gens[0].read_event("ready")
+        time.sleep(0.5)
+        rss_sockets = bs.proc_rss_kb(server.pid)
+        phases: dict[str, Any] = {}
+        if args.warmup:
+            phases["warmup"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.warmup})
+        phases["closed"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.seconds})
+        rate = 0.5 * phases["closed"]["acks_per_s"]
+        if args.open_seconds and rate > 0:
+            phases["open"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
+                                                         "rate": rate})
+        c = phases["closed"]
+        sockets = ready["sockets"]
+        measured = [p for k, p in phases.items() if k != "warmup"]
+        lags = [p["loop_lag"]["max_ms"] for p in measured if p.get("loop_lag")]
+        gc_max = max((g["max_ms"] for p in measured for g in (p.get("gc") or {}).values()), default=None)
+        gc_total = sum(g["total_ms"] for p in measured for g in (p.get("gc") or {}).values())
+        row = {
+            "game": game, "mode": mode, "generator": kind, "matches": len(specs), "sockets": sockets,
+            "actions_per_s": c["acks_per_s"], "server_cpu_pct": c["server_cpu_pct"],
+            "generator_cpu_pct": c["generator_cpu_pct"],
+            "actions_per_server_cpu_s": c["acked_per_server_cpu_s"],
+            "bytes_per_socket_per_action": c["bytes_in_window"] / max(1, sockets) / max(1, c["acked_in_window"]),
+            "median_state_bytes": c.get("median_state_bytes"), "mean_state_bytes": c.get("mean_state_bytes"),
+            "p99_ms_closed": c["latency"]["p99_ms"],
+            "open_rate": rate if "open" in phases else None,
+            "p99_ms_half_load": phases["open"]["latency"]["p99_ms"] if "open" in phases else None,
+            "p99_ms_half_load_from_schedule": (phases["open"].get("sched_latency") or {}).get("p99_ms") if "open" in phases else None,
+            "loop_lag_max_ms": max(lags) if lags else None,
+            "loop_half_seconds_over_20ms": sum(p["loop_lag"]["half_seconds_over_20ms"] for p in measured if p.get("loop_lag")),
+            "gc_max_pause_ms": gc_max, "gc_total_ms": round(gc_total, 1),
+            "kb_per_live_match": (rss_matches - rss_start) / max(1, len(specs)),
+            "kb_per_idle_socket": (rss_sockets - rss_matches) / max(1, sockets),
+            "errors": {k: v for p in measured for k, v in (p.get("errors") or {}).items()},
+            "matches_ended": sum(p.get("matches_ended", 0) for p in phases.values()),
+            "actions_by_type": c.get("actions_by_type"),
+            "loadavg_before": c["loadavg_before"], "others_on_server_core_pct": c.get("others_on_server_core_pct"),
+            "commits_per_s": c["commits_per_s"], "mean_batch": c["mean_batch"],
+        }
+        row["phases"] = phases
+        return row
+    finally:
+        for g in gens:
+            g.quit()
+        if server is not None:
+            server.stop()
+        if prod is not None:
+            prod.drop()
+
+
+# ---------------------------------------------------------------------------- report
+def fmt(v: Any, spec: str = ".0f") -> str:
+    return "–" if v is None else format(v, spec)
+
+
+def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
+    lines = ["| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state) "
+             "| p99 ack at half load ms | loop worst lag ms | GC worst pause ms | KB per idle socket | KB per live match | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in refs.items():
+        if "error" in r:
+            lines.append(f"| {name} room | failed: {r['error'][:80]} |" + " |" * 10)
+            continue
+        lines.append(f"| {name} room ({r.get('connections')} sockets) | {fmt(r.get('actions_per_s'))} | "
+                     f"{fmt(r.get('actions_per_server_cpu_s'))} | | | {fmt(r.get('view_bytes_avg'))} | "
+                     f"(p99 at max {fmt(r.get('p99_ms'), '.1f')}) | – | – | {fmt(r.get('kb_per_socket'), '.1f')} | – | "
+                     f"{r['loadavg_before'][0]:.1f} |")
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['game']} {r['mode']} | failed: {r['error'][:80]} |" + " |" * 10)
+            continue
+        ratio = {k: (r["actions_per_server_cpu_s"] / v["actions_per_server_cpu_s"]
+                     if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s") else None)
+                 for k, v in refs.items()}
+        lines.append(
+            f"| Bannerfall {r['game']} {r['mode']} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
+            f"{fmt(r['actions_per_server_cpu_s'])} | {fmt(ratio.get('fastapi'), '.2f')} | {fmt(ratio.get('colyseus'), '.2f')} | "
+            f"{fmt(r['bytes_per_socket_per_action'])}; {fmt(r['median_state_bytes'])} | {fmt(r['p99_ms_half_load'], '.1f')} | "
+            f"{fmt(r['loop_lag_max_ms'], '.1f')} | {fmt(r['gc_max_pause_ms'], '.1f')} | {fmt(r['kb_per_idle_socket'], '.1f')} | "
+            f"{fmt(r['kb_per_live_match'], '.1f')} | {r['loadavg_before'][0]:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--games", default="provinces,conquest,warrior")
+    ap.add_argument("--modes", default="embedded,production")
+    ap.add_argument("--references", default="fastapi,colyseus", help="reference rooms to run ('' for none)")
+    ap.add_argument("--matches", type=int, default=50, help="Bannerfall matches of 4 seats per game and mode")
+    ap.add_argument("--rooms", type=int, default=50, help="reference rooms of 4 clients")
+    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")
+    ap.add_argument("--open-seconds", type=float, default=20.0, help="open loop at half the closed-loop rate")
+    ap.add_argument("--ref-seconds", type=float, default=20.0)
+    ap.add_argument("--ref-warmup", type=float, default=5.0)
+    ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (under a minute)")
+    ap.add_argument("--perf-dir", type=Path, default=ROOT.parent / "shared" / "perf")
+    ap.add_argument("--perf-venv", default=os.environ.get("PERF_VENV", "/tmp/perf-venv"))
+    ap.add_argument("--perf-node-dir", default=os.environ.get("PERF_NODE_DIR", "/tmp/perf-node"))
+    ap.add_argument("--database-url", default="postgresql://root@127.0.0.1:5432",
+                    help="Postgres server for production mode (a fresh database is made and dropped)")
+    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0",
+                    help="Redis for production mode (a fresh key prefix, its keys deleted afterwards)")
+    ap.add_argument("--server-core", type=int, default=0)
+    ap.add_argument("--generator-core", type=int, default=1)
+    ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--md-out", type=Path, default=None, help="write the table as markdown here too")
+    args = ap.parse_args()
+    if args.quick:
+        args.matches, args.rooms = 8, 20
+        args.warmup, args.seconds, args.open_seconds = 0.5, 2.0, 1.5
+        args.ref_seconds, args.ref_warmup = 2.0, 0.5
+    bs.SERVER_CORE = args.server_core
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 65536)), hard))
+    t_start = time.monotonic()
+    machine = bs.machine_info()
+    print(f"machine: {machine['nproc']} cores, {machine['cpu_model']}; {machine['uptime']}")
+    print(f"code: {machine['git_head']}" + (f" + uncommitted {machine['app_uncommitted']}" if machine["app_uncommitted"] else ""))
+    tmp = Path(tempfile.mkdtemp(prefix="bannerfall-matrix-"))
+    refs: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    try:
+        for kind in [k for k in args.references.split(",") if k]:
+            try:
+                refs[kind] = run_reference(kind, args, tmp)
+            except Exception as exc:  # noqa: BLE001 - one failed cell must not lose the others
+                refs[kind] = {"error": repr(exc), "loadavg_before": os.getloadavg()}
+            r = refs[kind]
+            print(f"{kind} room: {fmt(r.get('actions_per_s'))} actions/s, {fmt(r.get('actions_per_server_cpu_s'))} "
+                  f"per server CPU-s, generator CPU {fmt((r.get('loadgen_cpu') or 0) * 100)}% {r.get('error', '')}")
+        for game in args.games.split(","):
+            for mode in args.modes.split(","):
+                try:
+                    row = run_bannerfall(game, mode, args, tmp)
+                except Exception as exc:  # noqa: BLE001
+                    row = {"game": game, "mode": mode, "error": repr(exc), "loadavg_before": os.getloadavg()}
+                rows.append(row)
+                print(f"bannerfall {game} {mode}: " + (row.get("error") or
+                      f"{row['actions_per_s']:.0f} actions/s, {fmt(row['actions_per_server_cpu_s'])} per server CPU-s, "
+                      f"generator CPU {row['generator_cpu_pct']:.0f}%, errors {row['errors'] or 'none'}"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    md = table(refs, rows)
+    print()
+    print(md)
+    print(f"\nload average at the end {os.getloadavg()}; whole run {time.monotonic() - t_start:.0f} s")
+    if args.md_out:
+        args.md_out.write_text(md + "\n")
+    if args.json_out:
+        args.json_out.write_text(json.dumps({"machine": machine, "args": {k: str(v) for k, v in vars(args).items()},
+                                             "references": refs, "bannerfall": rows,
+                                             "loadavg_end": os.getloadavg()}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
