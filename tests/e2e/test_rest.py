@@ -142,3 +142,27 @@ async def test_health_ready_metrics_openapi(server):
     paths = httpx.get(server.url + "/openapi.json").json()["paths"]
     assert "/api/v1/lobbies" in paths and "/api/v1/admin/matches/{match_id}/abort" in paths
     assert httpx.get(server.url + "/docs").status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["genius", "RANDOM", "x" * 32])
+async def test_unknown_bot_kind_is_unknown_bot(server, kind):
+    """Issue 11 item 7: a bot kind the game has no bot for answers 422 ``unknown_bot`` (naming the
+    game's bots), not ``invalid_request``; nothing changes."""
+    async with RestClient(server.url) as host:
+        await host.register("host")
+        lobby = await host.create_lobby("provinces", 2)
+        with pytest.raises(ApiError) as e:
+            await host.fill_bots(lobby["id"], kind)
+        assert (e.value.status, e.value.code) == (422, "unknown_bot")
+        assert "random" in str(e.value) and "smart" in str(e.value)
+        assert (await host.lobby(lobby["id"]))["seats"][1]["bot"] is None
+
+
+async def test_bot_kind_shape_is_still_checked(server):
+    async with RestClient(server.url) as host:
+        await host.register("host")
+        lobby = await host.create_lobby("provinces", 2)
+        for kind in (7, "", "x" * 33):
+            with pytest.raises(ApiError) as e:
+                await host.request("POST", f"/lobbies/{lobby['id']}/bots", json={"kind": kind})
+            assert e.value.code == "invalid_request"

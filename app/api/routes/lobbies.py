@@ -164,7 +164,8 @@ async def fill_bots(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep,
     try:
         bot_class(lobby["game"], body.kind)
     except (KeyError, ImportError):
-        raise ApiError(422, "unknown_bot", f"{lobby['game']} has no {body.kind!r} bot") from None
+        kinds = ", ".join(sorted(registry()[lobby["game"]].info.bots)) if lobby["game"] in registry() else "none"
+        raise ApiError(422, "unknown_bot", f"{lobby['game']} has no {body.kind!r} bot (its bots: {kinds})") from None
 
     def make_bot(seat: int) -> dict[str, Any]:
         return {"id": uuid.uuid4().hex, "name": f"{body.kind}-bot-{seat}", "role": "bot",
