@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_server as bs  # noqa: E402
+import bench_server as bs
 
 ROOT = bs.ROOT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -67,7 +67,7 @@ def run_reference(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     perf = args.perf_dir
     port = bs.free_port()
     env = {**os.environ, "PERF_NODE_DIR": args.perf_node_dir}
-    log = open(tmp / f"{kind}.log", "wb")
+    log = open(tmp / f"{kind}.log", "wb")  # noqa: SIM115 - closed in finally
     if kind == "fastapi":
         py = Path(args.perf_venv) / "bin" / "python"
         cmd = ["taskset", "-c", str(args.server_core), str(py), "-m", "uvicorn", "fastapi_room:app",
@@ -94,7 +94,7 @@ def run_reference(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         if kind == "colyseus":
             gen.append("--fast-views")
         load = os.getloadavg()
-        res = subprocess.run(gen, env=env, capture_output=True, text=True, timeout=args.ref_seconds + args.ref_warmup + 120)
+        res = subprocess.run(gen, env=env, capture_output=True, text=True, check=False, timeout=args.ref_seconds + args.ref_warmup + 120)
         lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
         if not lines:
             raise RuntimeError(f"{kind} loadgen failed: {res.stderr[-2000:]}")
@@ -141,12 +141,15 @@ class Production:
             r.close()
 
 
-def run_bannerfall(game: str, mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    work = tmp / f"{game}-{mode}"
+def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
+    """One ``bannerfall serve`` for ``mode``; the games measured one after the other on it (each with
+    its own matches and load generator, closed before the next game starts)."""
+    work = tmp / mode
     work.mkdir()
+    t_begin = time.monotonic()
     prod = Production(args.database_url, args.redis_url) if mode == "production" else None
     server: bs.Server | None = None
-    gens: list[bs.Generator] = []
+    rows: list[dict[str, Any]] = []
     try:
         env = {"BANNERFALL_WS_COMPRESSION": "false", "BENCH_GC_LOG": str(work / "gc.log"),
                "BENCH_LAG_LOG": str(work / "lag.log")}
@@ -157,16 +160,45 @@ def run_bannerfall(game: str, mode: str, args: argparse.Namespace, tmp: Path) ->
             db_url = f"sqlite+aiosqlite:///{work / 'bench.db'}"
         server = bs.Server(db_url, args.server_core, env, work / "server.log",
                            cmd=[sys.executable, "-c", bs.GC_WRAPPER, "log"]).start()
+        started = round(time.monotonic() - t_begin, 1)
+        for game in games:
+            try:
+                row = measure_game(server, game, mode, args, work)
+                row["setup_s"]["server_start"] = started
+            except Exception as exc:  # noqa: BLE001 - one failed cell must not lose the others
+                row = {"game": game, "mode": mode, "error": repr(exc), "loadavg_before": os.getloadavg()}
+            rows.append(row)
+            print(f"bannerfall {game} {mode}: " + (row.get("error") or
+                  f"{row['actions_per_s']:.0f} actions/s, {fmt(row['actions_per_server_cpu_s'])} per server CPU-s, "
+                  f"generator CPU {row['generator_cpu_pct']:.0f}%, errors {row['errors'] or 'none'}, "
+                  f"set-up {row['setup_s']}"), flush=True)
+    except Exception as exc:  # noqa: BLE001
+        rows.extend({"game": g, "mode": mode, "error": repr(exc), "loadavg_before": os.getloadavg()}
+                    for g in games if g not in {r["game"] for r in rows})
+    finally:
+        if server is not None:
+            server.stop()
+        if prod is not None:
+            prod.drop()
+    return rows
+
+
+def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    gens: list[bs.Generator] = []
+    try:
+        t0 = time.monotonic()
         rss_start = bs.proc_rss_kb(server.pid)
         specs = asyncio.run(bs.create_matches(server.url, args.matches, 4, GAME_OPTIONS[game], game=game))
         rss_matches = bs.proc_rss_kb(server.pid)
+        t_created = time.monotonic()
         kind = "bots" if game != "provinces" else ("node" if (bs.LOADGEN_DIR / "node_modules" / "ws").is_dir() else "python")
         cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "game": game, "deflate": False,
                "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1}
-        gens.append(bs.Generator(kind, cfg, args.generator_core, work, 0))
+        gens.append(bs.Generator(kind, cfg, args.generator_core, work, hash(game) % 1000))
         ready = gens[0].read_event("ready")
-        time.sleep(0.5)
+        time.sleep(0.3)
         rss_sockets = bs.proc_rss_kb(server.pid)
+        t_connected = time.monotonic()
         phases: dict[str, Any] = {}
         if args.warmup:
             phases["warmup"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.warmup})
@@ -181,12 +213,13 @@ def run_bannerfall(game: str, mode: str, args: argparse.Namespace, tmp: Path) ->
         lags = [p["loop_lag"]["max_ms"] for p in measured if p.get("loop_lag")]
         gc_max = max((g["max_ms"] for p in measured for g in (p.get("gc") or {}).values()), default=None)
         gc_total = sum(g["total_ms"] for p in measured for g in (p.get("gc") or {}).values())
-        row = {
+        return {
             "game": game, "mode": mode, "generator": kind, "matches": len(specs), "sockets": sockets,
             "actions_per_s": c["acks_per_s"], "server_cpu_pct": c["server_cpu_pct"],
             "generator_cpu_pct": c["generator_cpu_pct"],
             "actions_per_server_cpu_s": c["acked_per_server_cpu_s"],
-            "bytes_per_socket_per_action": c["bytes_in_window"] / max(1, sockets) / max(1, c["acked_in_window"]),
+            # each action reaches the 4 sockets of its own match
+            "bytes_per_socket_per_action": c["bytes_in_window"] / 4 / max(1, c["acked_in_window"]),
             "median_state_bytes": c.get("median_state_bytes"), "mean_state_bytes": c.get("mean_state_bytes"),
             "p99_ms_closed": c["latency"]["p99_ms"],
             "open_rate": rate if "open" in phases else None,
@@ -202,16 +235,12 @@ def run_bannerfall(game: str, mode: str, args: argparse.Namespace, tmp: Path) ->
             "actions_by_type": c.get("actions_by_type"),
             "loadavg_before": c["loadavg_before"], "others_on_server_core_pct": c.get("others_on_server_core_pct"),
             "commits_per_s": c["commits_per_s"], "mean_batch": c["mean_batch"],
+            "setup_s": {"matches": round(t_created - t0, 1), "sockets": round(t_connected - t_created, 1)},
+            "phases": phases,
         }
-        row["phases"] = phases
-        return row
     finally:
         for g in gens:
             g.quit()
-        if server is not None:
-            server.stop()
-        if prod is not None:
-            prod.drop()
 
 
 # ---------------------------------------------------------------------------- report
@@ -220,8 +249,8 @@ def fmt(v: Any, spec: str = ".0f") -> str:
 
 
 def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    lines = ["| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state) "
-             "| p99 ack at half load ms | loop worst lag ms | GC worst pause ms | KB per idle socket | KB per live match | load avg |",
+    lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state) "
+              "| p99 ack at half load ms | loop worst lag ms | GC worst pause ms | KB per idle socket | KB per live match | load avg |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in refs.items():
         if "error" in r:
@@ -274,9 +303,9 @@ def main() -> None:
     ap.add_argument("--md-out", type=Path, default=None, help="write the table as markdown here too")
     args = ap.parse_args()
     if args.quick:
-        args.matches, args.rooms = 8, 20
-        args.warmup, args.seconds, args.open_seconds = 0.5, 2.0, 1.5
-        args.ref_seconds, args.ref_warmup = 2.0, 0.5
+        args.matches, args.rooms = 4, 10
+        args.warmup, args.seconds, args.open_seconds = 0.0, 1.5, 1.0
+        args.ref_seconds, args.ref_warmup = 1.5, 0.5
     bs.SERVER_CORE = args.server_core
     import resource
 
@@ -298,16 +327,8 @@ def main() -> None:
             r = refs[kind]
             print(f"{kind} room: {fmt(r.get('actions_per_s'))} actions/s, {fmt(r.get('actions_per_server_cpu_s'))} "
                   f"per server CPU-s, generator CPU {fmt((r.get('loadgen_cpu') or 0) * 100)}% {r.get('error', '')}")
-        for game in args.games.split(","):
-            for mode in args.modes.split(","):
-                try:
-                    row = run_bannerfall(game, mode, args, tmp)
-                except Exception as exc:  # noqa: BLE001
-                    row = {"game": game, "mode": mode, "error": repr(exc), "loadavg_before": os.getloadavg()}
-                rows.append(row)
-                print(f"bannerfall {game} {mode}: " + (row.get("error") or
-                      f"{row['actions_per_s']:.0f} actions/s, {fmt(row['actions_per_server_cpu_s'])} per server CPU-s, "
-                      f"generator CPU {row['generator_cpu_pct']:.0f}%, errors {row['errors'] or 'none'}"))
+        for mode in args.modes.split(","):
+            rows.extend(run_mode(mode, args.games.split(","), args, tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     md = table(refs, rows)

@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +224,7 @@ class Server:
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 90.0) -> "Server":
+    def start(self, timeout: float = 90.0) -> Server:
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
@@ -412,7 +412,7 @@ if lag_path:
             lag = (time.perf_counter() - t - 0.01) * 1000
             worst = max(worst, lag)
             if time.perf_counter() - last >= 0.5:
-                lag_out.write('%.3f %.3f\n' % (time.time(), worst))
+                lag_out.write('%.3f %.3f\\n' % (time.time(), worst))
                 worst, last = 0.0, time.perf_counter()
     _serve = uvicorn.Server.serve
     async def serve(self, sockets=None):

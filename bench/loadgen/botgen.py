@@ -32,9 +32,9 @@ import orjson
 from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from app.games import registry  # noqa: E402
+from app.games import registry
 
-cfg = json.loads(open(sys.argv[1]).read())
+cfg = json.loads(Path(sys.argv[1]).read_text())
 GAME = registry()[cfg["game"]]
 BOT = GAME.info.bots["random"]
 now = time.perf_counter
@@ -66,7 +66,7 @@ class Phase:
 
 
 phase: Phase | None = None
-idle: deque["Match"] = deque()
+idle: deque[Match] = deque()
 
 
 class Match:

@@ -81,6 +81,7 @@ class Phase {
     this.msgs = { ack: 0, state: 0, error: 0, ended: 0, other: 0 };
     this.bytes = 0;
     this.stateBytes = 0;
+    this.stateSizes = [];
     this.byType = {};
     this.backlog = [];
     this.maxBacklog = 0;
@@ -174,6 +175,7 @@ class Match {
       if (p) {
         p.msgs.state++;
         p.stateBytes += buf.length;
+        if (p.stateSizes.length < 200000) p.stateSizes.push(buf.length);
       }
       if (version > this.version || this.resync) {
         this.resync = false;
@@ -338,6 +340,7 @@ function run(cmd) {
       const msgsInWindow = { ...p.msgs };
       const bytesInWindow = p.bytes;
       const stateBytes = p.stateBytes;
+      const sizes = Int32Array.from(p.stateSizes).sort();
       // let in-flight actions finish (their latencies count), then report
       const drainStart = performance.now();
       const drain = setInterval(() => {
@@ -352,6 +355,7 @@ function run(cmd) {
             actions_by_type: p.byType, errors: p.errors,
             messages_in_window: msgsInWindow, messages_per_ack: totalMsgs / Math.max(1, p.ackedInWindow),
             bytes_in_window: bytesInWindow, mean_state_bytes: stateBytes / Math.max(1, msgsInWindow.state),
+            median_state_bytes: sizes.length ? sizes[sizes.length >> 1] : null,
             latency: summary(p.lat), sched_latency: p.mode === "open" ? summary(p.schedLat) : null,
             max_backlog: p.maxBacklog, matches_ended: p.ended, in_flight_left: busy,
             loadgen_cpu_s: (cpu.user + cpu.system) / 1e6, loadgen_event_loop_utilization: elu.utilization,
