@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["diff", "apply_patch", "PatchError"]
+__all__ = ["PatchError", "apply_patch", "diff"]
 
 
 class PatchError(ValueError):
