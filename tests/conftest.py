@@ -8,6 +8,7 @@ that needs it errors with one line saying what is missing and how to fix it; not
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
 import shutil
@@ -184,6 +185,9 @@ def db_url(backend):
     return backend.url
 
 
+_SESSION_SECRET = secrets.token_hex(16)
+
+
 class ServerProcess:
     """``bannerfall serve`` in a real process on a free port.
 
@@ -197,7 +201,10 @@ class ServerProcess:
         self.database_url = database_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.admin_token = secrets.token_urlsafe(24)
+        # One admin token per database: a node started with another token revokes the old admin
+        # (issue 13 rotation), so every node of one database gets the same, derived from its URL and a
+        # per-session secret.
+        self.admin_token = "Adm-" + hashlib.sha256((_SESSION_SECRET + database_url).encode()).hexdigest()[:40]
         self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
         self._own_dir = None if ServerProcess.log_dir else tempfile.mkdtemp(prefix="bannerfall-test-")
