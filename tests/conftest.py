@@ -186,6 +186,8 @@ def db_url(backend):
 
 
 _SESSION_SECRET = secrets.token_hex(16)
+TEST_LIMITS_OFF = {"BANNERFALL_MAX_LOBBIES_PER_PLAYER": "0", "BANNERFALL_MAX_BOT_MATCHES_PER_PLAYER": "0",
+                   "BANNERFALL_MAX_SOCKETS_PER_PLAYER": "0", "BANNERFALL_RATE_LIMIT_PLAYER": ""}
 
 
 class ServerProcess:
@@ -214,7 +216,10 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
-               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}", **self.extra_env}
+               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}",
+               # tests play many lobbies and matches with one player from one machine: the per-player
+               # caps and rate limit are off unless a test sets them (tests/e2e/test_limits.py does)
+               **TEST_LIMITS_OFF, **self.extra_env}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,
