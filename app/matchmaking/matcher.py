@@ -10,8 +10,9 @@ rest. Otherwise the anchor keeps waiting and the next oldest free ticket becomes
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)

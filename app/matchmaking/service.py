@@ -15,19 +15,22 @@ So a ticket is never in two matches, and a claim whose match was not created wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import secrets
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
-from app.db.repo import LobbyRefused, Repository, lobbies_t
+from app.db.models import Lobby
+from app.db.repo import LobbyRefused, Repository
 from app.matchmaking.matcher import Window, form_groups
 from app.matchmaking.store import TicketStore
 from app.meta.loadouts import start_options
@@ -88,10 +91,8 @@ class MatchmakingService:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
             self._task = None
         await self.store.close()
 
@@ -191,8 +192,8 @@ class MatchmakingService:
             await self.store.release(claim_id)
             return
         async with self.repo.engine.begin() as conn:
-            closed = await conn.execute(update(lobbies_t).where(lobbies_t.c.id == claim_id,
-                                                                lobbies_t.c.status == "open").values(status="closed"))
+            closed = await conn.execute(update(Lobby).where(Lobby.id == claim_id, Lobby.status == "open")
+                                        .values(status="closed"))
         if closed.rowcount == 1:
             await self.store.release(claim_id)
             return

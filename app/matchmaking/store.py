@@ -16,11 +16,13 @@ matched or cancelled).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any, Protocol
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 log = logging.getLogger("bannerfall.matchmaking")
 
@@ -61,6 +63,10 @@ class TicketStore(Protocol):
         """Return when the ticket may have changed (matched or cancelled), or after ``timeout`` s."""
 
 
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _ticket_out(fields: dict[str, Any]) -> dict[str, Any]:
     data = json.loads(fields["data"])
     data.update(status=fields["status"], claim=fields.get("claim") or None,
@@ -81,7 +87,7 @@ class _Waiters:
         self._events.setdefault(ticket_id, set()).add(event)
         try:
             await asyncio.wait_for(event.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             waiters = self._events.get(ticket_id)
@@ -294,10 +300,8 @@ class RedisTicketStore:
     async def close(self) -> None:
         if self._listener is not None:
             self._listener.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._listener
-            except (asyncio.CancelledError, Exception):
-                pass
             self._listener = None
 
     async def _listen(self) -> None:
@@ -309,24 +313,22 @@ class RedisTicketStore:
                 await pubsub.subscribe(channel)
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        self._waiters.wake(message["data"].decode())
+                        self._waiters.wake(_s(message["data"]))
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the long-poll falls back to re-reading; try again shortly
+            except (RedisError, OSError) as exc:  # the long-poll re-reads anyway; resubscribe shortly
                 log.warning("matchmaking event channel lost (%s); resubscribing", type(exc).__name__)
                 await asyncio.sleep(1.0)
             finally:
-                try:
+                with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()
                     await sub.aclose()
-                except Exception:
-                    pass
 
     async def create(self, ticket: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(ticket, separators=(",", ":"))
         current = await self._create(args=[self.prefix, ticket["id"], ticket["player_id"], data, ticket["pool"],
                                            repr(float(ticket["created_at"])), self.ttl])
-        current = current.decode() if isinstance(current, bytes) else current
+        current = _s(current)
         if current:
             raise TicketExists(current)
         return {**ticket, "status": "waiting", "claim": None, "match_id": None, "lobby_id": None}
@@ -335,17 +337,17 @@ class RedisTicketStore:
         raw = await self.client.hgetall(self.prefix + "mm:t:" + ticket_id)
         if not raw or b"data" not in raw:
             return None
-        return _ticket_out({k.decode(): v.decode() for k, v in raw.items()})
+        return _ticket_out({_s(k): _s(v) for k, v in raw.items()})
 
     async def cancel(self, ticket_id: str, player_id: str) -> str:
         result = await self._cancel(args=[self.prefix, ticket_id, player_id, self.ttl])
-        return result.decode() if isinstance(result, bytes) else str(result)
+        return _s(result)
 
     async def pools(self) -> list[str]:
-        return sorted(p.decode() for p in await self.client.smembers(self.prefix + "mm:pools"))
+        return sorted(_s(p) for p in await self.client.smembers(self.prefix + "mm:pools"))
 
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
-        ids = [i.decode() for i in await self.client.zrange(self.prefix + "mm:q:" + pool, 0, limit - 1)]
+        ids = [_s(i) for i in await self.client.zrange(self.prefix + "mm:q:" + pool, 0, limit - 1)]
         if not ids:
             return []
         async with self.client.pipeline(transaction=False) as pipe:
@@ -355,7 +357,7 @@ class RedisTicketStore:
         out = []
         for raw in rows:
             if raw and b"data" in raw:
-                ticket = _ticket_out({k.decode(): v.decode() for k, v in raw.items()})
+                ticket = _ticket_out({_s(k): _s(v) for k, v in raw.items()})
                 if ticket["status"] == "waiting":
                     out.append(ticket)
         return out
@@ -370,12 +372,12 @@ class RedisTicketStore:
         return int(await self._release(args=[self.prefix, claim_id]))
 
     async def claim_tickets(self, claim_id: str) -> list[dict[str, Any]]:
-        ids = sorted(i.decode() for i in await self.client.smembers(self.prefix + "mm:c:" + claim_id))
+        ids = sorted(_s(i) for i in await self.client.smembers(self.prefix + "mm:c:" + claim_id))
         found = [await self.get(i) for i in ids]
         return [t for t in found if t is not None]
 
     async def expired_claims(self, now: float) -> list[str]:
-        return [c.decode() for c in await self.client.zrangebyscore(self.prefix + "mm:claims", "-inf", now)]
+        return [_s(c) for c in await self.client.zrangebyscore(self.prefix + "mm:claims", "-inf", now)]
 
     async def wait(self, ticket_id: str, timeout: float) -> None:
         await self._waiters.wait(ticket_id, min(timeout, self.recheck))

@@ -5,7 +5,11 @@ from typing import Any
 
 from app.api.deps import hash_token
 from app.matchmaking.matcher import Window
-from app.matchmaking.service import MatchmakingConfig, MatchmakingService, bot_player_factory
+from app.matchmaking.service import (
+    MatchmakingConfig,
+    MatchmakingService,
+    bot_player_factory,
+)
 from app.matchmaking.store import LocalTicketStore, RedisTicketStore, TicketStore
 
 
