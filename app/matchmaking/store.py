@@ -45,8 +45,8 @@ class TicketStore(Protocol):
         (decided atomically with the insert)."""
     async def get(self, ticket_id: str) -> dict[str, Any] | None: ...
     async def cancel(self, ticket_id: str, player_id: str) -> str:
-        """``cancelled`` if it was waiting (now cancelled), else its status (``claimed``, ``matched``,
-        ``cancelled``), or ``missing`` (no such ticket of this player)."""
+        """``ok`` if it was waiting (it is ``cancelled`` now), else its status (``claimed``,
+        ``matched``, ``cancelled``: nothing changed), or ``missing`` (no such ticket of this player)."""
     async def pools(self) -> list[str]: ...
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
         """The pool's waiting tickets, oldest first, at most ``limit``."""
@@ -133,7 +133,7 @@ class LocalTicketStore:
             return str(ticket["status"])
         ticket["status"] = "cancelled"
         self._end(ticket)
-        return "cancelled"
+        return "ok"
 
     def _end(self, ticket: dict[str, Any]) -> None:
         if self.live.get(ticket["player_id"]) == ticket["id"]:
@@ -217,7 +217,7 @@ redis.call('ZREM', p .. 'mm:q:' .. fields[3], id)
 if redis.call('GET', p .. 'mm:p:' .. fields[2]) == id then redis.call('DEL', p .. 'mm:p:' .. fields[2]) end
 redis.call('EXPIRE', key, ARGV[4])
 redis.call('PUBLISH', p .. 'mm:events', id)
-return 'cancelled'
+return 'ok'
 """
 
 _CLAIM = """

@@ -28,7 +28,7 @@ async def test_cancel_frees_the_player_and_changes_nothing_twice(make_store):
     store = await make_store()
     first = await store.create(new_ticket("p1"))
     assert await store.cancel(first["id"], "someone-else") == "missing"
-    assert await store.cancel(first["id"], "p1") == "cancelled"
+    assert await store.cancel(first["id"], "p1") == "ok"
     assert (await store.get(first["id"]))["status"] == "cancelled"
     assert await store.waiting(first["pool"]) == []
     second = await store.create(new_ticket("p1"))
@@ -38,7 +38,7 @@ async def test_cancel_frees_the_player_and_changes_nothing_twice(make_store):
 async def test_second_cancel_reports_the_status(make_store):
     store = await make_store()
     ticket = await store.create(new_ticket("p1"))
-    assert await store.cancel(ticket["id"], "p1") == "cancelled"
+    assert await store.cancel(ticket["id"], "p1") == "ok"
     status = await store.cancel(ticket["id"], "p1")
     # a cancelled ticket is no longer waiting: its status is answered, nothing changes
     assert status == "cancelled" and (await store.get(ticket["id"]))["status"] == "cancelled"

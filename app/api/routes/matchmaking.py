@@ -135,6 +135,6 @@ async def cancel_ticket(ticket_id: TicketId, player: PlayerDep, service: Matchma
     result = await service.store.cancel(ticket_id, player["id"])
     if result == "missing":
         raise not_found("ticket")
-    if result != "cancelled":
+    if result != "ok":
         raise ApiError(409, f"ticket_{result}", f"the ticket is {result}")
     return _public(service, await _mine(service, ticket_id, player["id"]))
