@@ -30,6 +30,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from app.db.models import Lobby
+from app.db.ratings import RatingsRepository
 from app.db.repo import LobbyRefused, Repository
 from app.matchmaking.matcher import Window, form_groups
 from app.matchmaking.store import TicketStore
@@ -48,13 +49,9 @@ def pool_key(game: str, seats: int, options: dict[str, Any]) -> str:
 
 
 async def rating_of(engine, player_id: str, game: str) -> float:
-    """The player's openskill ordinal for ``game`` from ``app.db.ratings.RatingsRepository``
-    (issue 14 item 3, branch wip/accounts); :data:`DEFAULT_ORDINAL` while that module is absent."""
-    try:
-        from app.db import ratings as ratings_module  # type: ignore[attr-defined]
-    except ImportError:
-        return DEFAULT_ORDINAL
-    found = await ratings_module.RatingsRepository(engine).ratings([player_id], game)
+    """The player's openskill ordinal (mu − 3σ) for ``game`` from ``RatingsRepository`` (issue 14
+    item 3); :data:`DEFAULT_ORDINAL` for a player never rated in it."""
+    found = await RatingsRepository(engine).ratings([player_id], game)
     rating = found.get(player_id)
     return float(rating.ordinal) if rating is not None else DEFAULT_ORDINAL
 

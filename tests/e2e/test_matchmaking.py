@@ -63,12 +63,13 @@ async def test_bad_tickets_are_refused_and_change_nothing(server):
             with pytest.raises(ApiError) as err:
                 await a.queue(*args)
             assert (err.value.status, err.value.code) == (status, code)
-        r = httpx.post(server.url + "/api/v1/matchmaking/tickets", json={"game": "provinces", "seats": 2},
-                       headers={"Authorization": "Bearer nope"})
-        assert r.status_code == 401
-        r = httpx.post(server.url + "/api/v1/matchmaking/tickets", json={"game": "provinces", "seats": "2"},
-                       headers={"Authorization": f"Bearer {a.token}"})
-        assert r.status_code == 422
+        async with httpx.AsyncClient(base_url=server.url) as raw:
+            r = await raw.post("/api/v1/matchmaking/tickets", json={"game": "provinces", "seats": 2},
+                               headers={"Authorization": "Bearer nope"})
+            assert r.status_code == 401
+            r = await raw.post("/api/v1/matchmaking/tickets", json={"game": "provinces", "seats": "2"},
+                               headers={"Authorization": f"Bearer {a.token}"})
+            assert (r.status_code, r.json()["code"]) == (422, "invalid_request")
         ticket = await a.queue("warrior", 3)  # alone in its pool: it waits
         with pytest.raises(ApiError) as err:
             await a.queue("provinces", 2)
@@ -136,7 +137,8 @@ def two_nodes():
 @pytest.mark.redis
 async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
     a, b = two_nodes
-    clients = await players(a.url, 40)
+    # half the players talk to node a, half to node b
+    clients = await players(a.url, 20) + await players(b.url, 20)
     try:
         # every player queues on one node or the other at once; both matchers race for them
         tickets = await asyncio.gather(*(c.queue("provinces", 2, {"turn_seconds": 600}) for c in clients))

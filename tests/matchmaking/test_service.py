@@ -17,7 +17,12 @@ from app.db.database import make_engine
 from app.db.migrate import upgrade
 from app.db.repo import Repository
 from app.matchmaking.matcher import Window
-from app.matchmaking.service import MatchmakingConfig, MatchmakingService, bot_player_factory, pool_key
+from app.matchmaking.service import (
+    MatchmakingConfig,
+    MatchmakingService,
+    bot_player_factory,
+    pool_key,
+)
 from app.matchmaking.store import LocalTicketStore, RedisTicketStore
 from tests.conftest import REDIS_URL, make_db_url
 from tests.matchmaking.conftest import new_ticket
@@ -174,3 +179,46 @@ async def test_two_nodes_racing_never_put_a_ticket_in_two_matches(nodes):
     seats = [s["player_id"] for m in started for s in m["seats"]]
     assert len(seats) == len(set(seats)) == 24 and len(started) == 12
     assert pool_key("provinces", 2, {}) == tickets[0]["pool"]
+
+
+async def test_ratings_decide_who_plays_whom_and_the_window_widens(nodes):
+    """Ratings come from ``RatingsRepository`` (issue 14 item 3): two strong and two new players
+    queue; the strong play each other and the new play each other; a lone strong and a lone new
+    player meet only once the window has widened to their difference."""
+    from sqlalchemy import insert
+
+    from app.db.models import PlayerRating
+    from app.matchmaking.service import rating_of
+
+    a, _b = nodes
+
+    async def player(ordinal: float) -> str:
+        pid = uuid.uuid4().hex
+        await a.repo.create_player(pid, "p", "player", hash_token(uuid.uuid4().hex))
+        if ordinal:
+            async with a.repo.engine.begin() as conn:
+                await conn.execute(insert(PlayerRating), [{"player_id": pid, "game": "provinces", "mu": ordinal + 6.0,
+                                                           "sigma": 2.0, "ordinal": ordinal, "matches": 9, "wins": 5,
+                                                           "updated_at": time.time()}])
+        return pid
+
+    strong = [await player(20.0), await player(21.0)]
+    new = [await player(0.0), await player(0.0)]
+    assert await rating_of(a.repo.engine, strong[0], "provinces") == 20.0
+    assert await rating_of(a.repo.engine, new[0], "provinces") == 0.0
+    now = time.time()
+    order = [strong[0], new[0], strong[1], new[1]]  # interleaved in time
+    tickets = {}
+    for i, pid in enumerate(order):
+        t = new_ticket(pid, rating=await rating_of(a.repo.engine, pid, "provinces"), created_at=now + i * 0.01)
+        tickets[pid] = await a.store.create(t)
+    assert await a.tick(now=now + 1) == 2
+    match_of = {pid: (await a.store.get(t["id"]))["match_id"] for pid, t in tickets.items()}
+    assert match_of[strong[0]] == match_of[strong[1]] != match_of[new[0]] == match_of[new[1]]
+    # 20 apart: base 3 + 0.5/s reaches 20 after 34 s of waiting
+    lone = [await player(20.0), await player(0.0)]
+    t0 = await a.store.create(new_ticket(lone[0], rating=20.0, created_at=now))
+    t1 = await a.store.create(new_ticket(lone[1], rating=0.0, created_at=now))
+    assert await a.tick(now=now + 33.0) == 0
+    assert {(await a.store.get(t["id"]))["status"] for t in (t0, t1)} == {"waiting"}
+    assert await a.tick(now=now + 34.0) == 1
