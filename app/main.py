@@ -106,7 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await cluster.start()
         await manager.start()
         await settler.start()
-        app.state.matchmaking = make_matchmaking(settings, backends, repo, manager)
+        app.state.matchmaking = make_matchmaking(settings, backends, repo, manager, app.state.metrics.registry)
         await app.state.matchmaking.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few

@@ -78,8 +78,12 @@ class MatchmakingService:
         self.config = config
         self.make_bot = make_bot
         self._task: asyncio.Task | None = None
-        #: matches this node formed (a count, for tests and metrics)
+        #: counts for /metrics: matches this node formed, claims it lost to another node (a ticket
+        #: was no longer waiting), its claims fenced off by a reaper, claims it settled
         self.formed = 0
+        self.claims_lost = 0
+        self.fenced = 0
+        self.settled = 0
 
     async def start(self) -> None:
         await self.store.start()
@@ -125,10 +129,12 @@ class MatchmakingService:
         claim_id = uuid.uuid4().hex
         deadline = time.time() + self.config.claim_seconds
         if not await self.store.claim(claim_id, pool, [t["id"] for t in tickets], deadline):
+            self.claims_lost += 1
             return None
         try:
             match_id = await self._start(claim_id, tickets, bots)
         except Fenced:
+            self.fenced += 1
             log.warning("matchmaking claim %s was settled elsewhere before its match started", claim_id)
             return None
         except Exception:
@@ -173,6 +179,7 @@ class MatchmakingService:
     async def settle(self, claim_id: str) -> None:
         """Decide a claim in the database: match it to its started lobby's match, or fence its
         lobby off (tombstone or close) and release its tickets."""
+        self.settled += 1
         tickets = await self.store.claim_tickets(claim_id)
         if not tickets:
             await self.store.release(claim_id)

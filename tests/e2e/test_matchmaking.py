@@ -4,6 +4,7 @@ with SIGKILL while tickets wait."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 
@@ -155,6 +156,14 @@ async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
         assert all(len(v) == 2 for v in by_match.values()) and len(by_match) == 20
         for m in matches:
             assert sorted(s["player_id"] for s in m["seats"]) == sorted(by_match[m["id"]])
+        counts = {}
+        async with httpx.AsyncClient() as raw:
+            for node in (a, b):
+                text = (await raw.get(node.url + "/metrics")).text
+                counts[node.port] = {k: float(re.search(rf"^bannerfall_matchmaking_{k}_total (\S+)$", text, re.MULTILINE)[1])
+                                     for k in ("formed", "claims_lost")}
+        print("matchmaking race:", counts)
+        assert sum(c["formed"] for c in counts.values()) == 20
     finally:
         for c in clients:
             await c.close()
