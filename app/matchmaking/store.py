@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from typing import Any, Protocol
 
 from redis.asyncio import Redis
@@ -100,7 +101,8 @@ class _Waiters:
 class LocalTicketStore:
     """In-process tickets (embedded mode). Each method decides without awaiting, so it is atomic."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ticket_ttl: float = 3600.0) -> None:
+        self.ttl = ticket_ttl
         self.tickets: dict[str, dict[str, Any]] = {}
         self.live: dict[str, str] = {}
         self.claims: dict[str, tuple[float, list[str]]] = {}
@@ -141,9 +143,19 @@ class LocalTicketStore:
         self._waiters.wake(ticket["id"])
 
     async def pools(self) -> list[str]:
+        self._prune(time.time())
         return sorted({t["pool"] for t in self.tickets.values() if t["status"] == "waiting"})
 
+    def _prune(self, now: float) -> None:
+        """Forget tickets older than the TTL (as Redis expires them), except claimed ones."""
+        for ticket_id in [i for i, t in self.tickets.items()
+                          if t["status"] != "claimed" and t["created_at"] < now - self.ttl]:
+            ticket = self.tickets.pop(ticket_id)
+            if self.live.get(ticket["player_id"]) == ticket_id:
+                del self.live[ticket["player_id"]]
+
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
+        self._prune(time.time())
         found = [dict(t) for t in self.tickets.values() if t["pool"] == pool and t["status"] == "waiting"]
         found.sort(key=lambda t: (t["created_at"], t["id"]))
         return found[:limit]
@@ -265,12 +277,22 @@ for _, id in ipairs(ids) do
   if f[1] == 'claimed' and f[2] == claim then
     redis.call('HSET', key, 'status', 'waiting', 'claim', '')
     redis.call('ZADD', p .. 'mm:q:' .. f[3], f[4], id)
+    redis.call('SADD', p .. 'mm:pools', f[3])
     done = done + 1
   end
 end
 redis.call('ZREM', p .. 'mm:claims', claim)
 redis.call('DEL', p .. 'mm:c:' .. claim)
 return done
+"""
+
+_PRUNE = """
+local p, pool = ARGV[1], ARGV[2]
+for i = 3, #ARGV do
+  if redis.call('EXISTS', p .. 'mm:t:' .. ARGV[i]) == 0 then redis.call('ZREM', p .. 'mm:q:' .. pool, ARGV[i]) end
+end
+if redis.call('ZCARD', p .. 'mm:q:' .. pool) == 0 then redis.call('SREM', p .. 'mm:pools', pool) end
+return 1
 """
 
 
@@ -293,6 +315,7 @@ class RedisTicketStore:
         self._claim = client.register_script(_CLAIM)
         self._finish = client.register_script(_FINISH)
         self._release = client.register_script(_RELEASE)
+        self._prune = client.register_script(_PRUNE)
 
     async def start(self) -> None:
         self._listener = asyncio.get_running_loop().create_task(self._listen())
@@ -348,18 +371,22 @@ class RedisTicketStore:
 
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
         ids = [_s(i) for i in await self.client.zrange(self.prefix + "mm:q:" + pool, 0, limit - 1)]
-        if not ids:
-            return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for i in ids:
-                pipe.hgetall(self.prefix + "mm:t:" + i)
-            rows = await pipe.execute()
-        out = []
-        for raw in rows:
+        rows: list[Any] = []
+        if ids:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for i in ids:
+                    pipe.hgetall(self.prefix + "mm:t:" + i)
+                rows = await pipe.execute()
+        out, gone = [], []
+        for ticket_id, raw in zip(ids, rows):
             if raw and b"data" in raw:
                 ticket = _ticket_out({_s(k): _s(v) for k, v in raw.items()})
                 if ticket["status"] == "waiting":
                     out.append(ticket)
+            else:
+                gone.append(ticket_id)  # expired after MATCHMAKING_TICKET_TTL_SECONDS
+        if not ids or gone:  # an empty pool leaves the pool set; expired ids leave the queue
+            await self._prune(args=[self.prefix, pool, *gone])
         return out
 
     async def claim(self, claim_id: str, pool: str, ticket_ids: list[str], deadline: float) -> bool:

@@ -25,7 +25,7 @@ def make_matchmaking(settings: Any, backends: Any, repo: Any, manager: Any,
         store = RedisTicketStore(backends.redis, settings.redis_url, settings.redis_prefix,
                                  ticket_ttl=settings.matchmaking_ticket_ttl_seconds)
     else:
-        store = LocalTicketStore()
+        store = LocalTicketStore(ticket_ttl=settings.matchmaking_ticket_ttl_seconds)
     config = MatchmakingConfig(
         window=Window(settings.matchmaking_window_base, settings.matchmaking_window_widen,
                       settings.matchmaking_window_max),

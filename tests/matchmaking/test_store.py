@@ -122,3 +122,29 @@ async def test_wait_times_out(make_store):
     started = time.monotonic()
     await store.wait("nobody", 0.2)
     assert 0.15 < time.monotonic() - started < 2.0
+
+
+async def test_empty_pools_leave_the_pool_list_and_come_back(make_store):
+    store = await make_store()
+    a = await store.create(new_ticket("pa"))
+    assert await store.pools() == [a["pool"]]
+    assert await store.cancel(a["id"], "pa") == "ok"
+    assert await store.waiting(a["pool"]) == []  # the matcher's read of an empty pool prunes it
+    assert await store.pools() == []
+    b, c = await store.create(new_ticket("pb")), await store.create(new_ticket("pc"))
+    assert await store.claim("c", b["pool"], [b["id"], c["id"]], time.time() + 30)
+    await store.waiting(b["pool"])
+    assert await store.pools() == []
+    assert await store.release("c") == 2  # released tickets bring their pool back
+    assert await store.pools() == [b["pool"]]
+
+
+async def test_expired_tickets_leave_the_queue_and_free_the_player(kind, make_store):
+    store = await make_store()
+    old = await store.create(new_ticket("pa", created_at=time.time() - 7200))
+    if kind == "redis":  # Redis expires the key (TTL); make it happen now
+        await store.client.delete(store.prefix + "mm:t:" + old["id"], store.prefix + "mm:p:pa")
+    assert await store.waiting(old["pool"]) == []
+    assert await store.pools() == []
+    assert await store.get(old["id"]) is None
+    assert (await store.create(new_ticket("pa")))["status"] == "waiting"
