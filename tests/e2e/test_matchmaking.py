@@ -109,6 +109,26 @@ async def test_bots_fill_after_the_wait_the_ticket_names(server):
         await a.close()
 
 
+@pytest.mark.parametrize("game", ["provinces", "conquest", "warrior"])
+async def test_two_people_and_a_bot_for_each_game(server, game):
+    """Two people queue for a 3-seat table accepting bots after 1 s: the bot takes the third seat,
+    the match starts through the lobby path (Conquest: loadouts filled at start, bots' included)."""
+    a, b = await players(server.url, 2)
+    try:
+        ta = await a.queue(game, 3, bots_after_seconds=1.0)
+        tb = await b.queue(game, 3, bots_after_seconds=1.0)
+        da, db = await asyncio.gather(a.wait_for_match(ta["id"], timeout=20), b.wait_for_match(tb["id"], timeout=20))
+        assert da["status"] == db["status"] == "matched" and da["match_id"] == db["match_id"]
+        match = await a.match(da["match_id"])
+        assert match["status"] == "running"
+        assert [bool(s["bot"]) for s in match["seats"]] == [False, False, True]
+        if game == "conquest":
+            assert len(match["options"]["loadouts"]) == 3 and match["options"]["loadouts"][2]
+    finally:
+        for c in (a, b):
+            await c.close()
+
+
 # --------------------------------------------------------------------------- two nodes
 @pytest.fixture
 def two_nodes():
