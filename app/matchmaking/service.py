@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db.models import Lobby
 from app.db.ratings import RatingsRepository
 from app.db.repo import LobbyRefused, Repository
-from app.matchmaking.matcher import Window, form_groups
+from app.matchmaking.matcher import Group, Window, form_groups
 from app.matchmaking.store import TicketStore
 from app.meta.loadouts import start_options
 
@@ -62,6 +62,8 @@ class MatchmakingConfig:
     tick_seconds: float = 0.5
     claim_seconds: float = 15.0
     bot_kind: str = "smart"
+    #: matches one node forms at once in a round (their claims are atomic, so this is safe)
+    parallel: int = 8
     special_costs: dict[str, int] | None = None
 
 
@@ -114,13 +116,29 @@ class MatchmakingService:
         formed = 0
         for pool in await self.store.pools():
             tickets = await self.store.waiting(pool)
-            if not tickets:
-                continue
-            seats = int(tickets[0]["seats"])
-            for group in form_groups(tickets, seats, time.time() if now is None else now, self.config.window):
-                by_id = {t["id"]: t for t in tickets}
-                if await self.form(pool, [by_id[i] for i in group.ticket_ids], group.bots):
-                    formed += 1
+            if tickets:
+                formed += await self._form_pool(pool, tickets, time.time() if now is None else now)
+        return formed
+
+    async def _form_pool(self, pool: str, tickets: list[dict[str, Any]], now: float) -> int:
+        groups = form_groups(tickets, int(tickets[0]["seats"]), now, self.config.window)
+        # every node computes the same groups: each starts at a random one, so racing nodes
+        # mostly form different matches instead of colliding on the same claim
+        start = secrets.randbelow(len(groups)) if groups else 0
+        by_id = {t["id"]: t for t in tickets}
+        limit = asyncio.Semaphore(self.config.parallel)
+
+        async def one(group: Group) -> bool:
+            async with limit:
+                return await self.form(pool, [by_id[i] for i in group.ticket_ids], group.bots) is not None
+
+        formed = 0
+        for result in await asyncio.gather(*(one(g) for g in groups[start:] + groups[:start]),
+                                           return_exceptions=True):
+            if isinstance(result, BaseException):
+                log.error("matchmaking: forming a match failed", exc_info=result)
+            elif result:
+                formed += 1
         return formed
 
     async def form(self, pool: str, tickets: list[dict[str, Any]], bots: int) -> str | None:

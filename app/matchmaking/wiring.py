@@ -30,7 +30,8 @@ def make_matchmaking(settings: Any, backends: Any, repo: Any, manager: Any,
         window=Window(settings.matchmaking_window_base, settings.matchmaking_window_widen,
                       settings.matchmaking_window_max),
         tick_seconds=settings.matchmaking_tick_seconds, claim_seconds=settings.matchmaking_claim_seconds,
-        bot_kind=settings.matchmaking_bot_kind, special_costs=dict(settings.special_costs))
+        bot_kind=settings.matchmaking_bot_kind, special_costs=dict(settings.special_costs),
+        parallel=1 if settings.is_sqlite else 8)  # SQLite has one writer: no point racing it
     service = MatchmakingService(store, repo, manager.create_match, config,
                                  make_bot=bot_player_factory(settings.matchmaking_bot_kind, hash_token))
     if registry is not None:
