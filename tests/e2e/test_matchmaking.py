@@ -213,3 +213,80 @@ async def test_a_node_killed_while_tickets_wait_the_other_forms_the_matches(two_
     finally:
         for c in on_a + on_b:
             await c.close()
+
+
+@pytest.fixture
+def fresh_pg():
+    db = PostgresDatabase()
+    yield db.create()
+    db.drop()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_a_node_killed_while_forming_a_match_its_claim_is_settled_by_another(fresh_pg):
+    """Node a claims two tickets and stalls making their lobby (its Postgres connection goes through
+    a relay that stops relaying); a is killed with SIGKILL holding the claim. Node b, started
+    afterwards, settles the claim after MATCHMAKING_CLAIM_SECONDS (the claim's lobby fenced off in
+    the database) and forms the match: each ticket ends in exactly one match."""
+    from redis.asyncio import Redis
+
+    from app.db.database import make_engine
+    from app.db.repo import Repository
+    from app.matchmaking.store import RedisTicketStore
+    from tests.infra.conftest import TcpProxy
+    from tests.matchmaking.conftest import new_ticket
+
+    url = fresh_pg
+    relay = TcpProxy("127.0.0.1", 5432)
+    await relay.start()
+    relayed = url.replace("127.0.0.1:5432", f"127.0.0.1:{relay.port}")
+    prefix = f"bftest:{uuid.uuid4().hex[:8]}:"
+    env = {"BANNERFALL_REDIS_URL": REDIS_URL, "BANNERFALL_REDIS_PREFIX": prefix, "BANNERFALL_RUN_BOTS": "false",
+           "BANNERFALL_MATCHMAKING_TICK_SECONDS": "0.05", "BANNERFALL_MATCHMAKING_CLAIM_SECONDS": "2"}
+    a = ServerProcess(relayed, env={**env, "BANNERFALL_NODE_ID": "mm-a"})
+    b = ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": "mm-b"})
+    client = Redis.from_url(REDIS_URL)
+    engine = make_engine(url)
+    try:
+        await asyncio.to_thread(a.start)
+        repo = Repository(engine)
+        ids = []
+        for _ in range(2):
+            pid = uuid.uuid4().hex
+            await repo.create_player(pid, "p", "player", uuid.uuid4().hex * 2)
+            ids.append(pid)
+        relay.frozen = True  # a's database stops answering (its connections stay open)
+        store = RedisTicketStore(client, REDIS_URL, prefix)
+        tickets = [await store.create(new_ticket(pid, options={"turn_seconds": 600})) for pid in ids]
+        deadline = time.monotonic() + 20
+        while not await client.zcard(prefix + "mm:claims"):
+            assert time.monotonic() < deadline, "node a never claimed the tickets"
+            await asyncio.sleep(0.05)
+        [claim] = [c.decode() for c in await client.zrange(prefix + "mm:claims", 0, -1)]
+        assert {(await store.get(t["id"]))["status"] for t in tickets} == {"claimed"}
+        a.kill9()
+        await asyncio.to_thread(b.start)
+        deadline = time.monotonic() + 30
+        while {(await store.get(t["id"]))["status"] for t in tickets} != {"matched"}:
+            assert time.monotonic() < deadline, "node b never formed the match"
+            await asyncio.sleep(0.1)
+        done = [await store.get(t["id"]) for t in tickets]
+        assert len({t["match_id"] for t in done}) == 1 and done[0]["lobby_id"] != claim
+        fenced = await repo.lobby(claim)
+        assert fenced is not None and fenced["status"] == "closed" and fenced["match_id"] is None
+        match = await repo.match(done[0]["match_id"])
+        assert sorted(s["player_id"] for s in match["seats"]) == sorted(ids)
+        async with httpx.AsyncClient() as raw:
+            text = (await raw.get(b.url + "/metrics")).text
+        assert re.search(r"^bannerfall_matchmaking_settled_total [1-9]", text, re.MULTILINE)
+    finally:
+        a.kill9()
+        a.stop()
+        b.stop()
+        await relay.close()
+        await engine.dispose()
+        keys = [k async for k in client.scan_iter(match=prefix + "*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
