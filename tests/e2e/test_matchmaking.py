@@ -105,6 +105,15 @@ async def test_bots_fill_after_the_wait_the_ticket_names(server):
         match = await a.match(done["match_id"])
         assert [bool(s["bot"]) for s in match["seats"]].count(True) == 2
         assert match["status"] == "running"
+        # the lobby start's cap on running bot matches holds for quick play too (default 3)
+        for _ in range(2):
+            t = await a.queue("provinces", 2, {"turn_seconds": 600}, bots_after_seconds=0.0)
+            assert (await a.wait_for_match(t["id"], timeout=20))["status"] == "matched"
+        with pytest.raises(ApiError) as err:
+            await a.queue("provinces", 2, {"turn_seconds": 600}, bots_after_seconds=0.0)
+        assert (err.value.status, err.value.code) == (429, "too_many_bot_matches")
+        alone = await a.queue("provinces", 2, {"turn_seconds": 599})  # without bots: no cap
+        assert (await a.cancel_ticket(alone["id"]))["status"] == "cancelled"
     finally:
         await a.close()
 

@@ -10,9 +10,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field, ValidationError
 
-from app.api.deps import PlayerDep, RepoDep
+from app.api.deps import PlayerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
+from app.api.limits import CAP_RETRY_SECONDS, LimitExceeded
 from app.api.schemas import MAX_SEATS, StrictRequest, Text
+from app.db.caps import running_bot_matches_hosted_by
 from app.games import registry
 from app.matchmaking.service import MatchmakingService, pool_key, rating_of
 from app.matchmaking.store import TicketExists
@@ -74,11 +76,13 @@ async def _mine(service: MatchmakingService, ticket_id: str, player_id: str) -> 
 
 
 @router.post("/tickets", response_model=TicketPublic, status_code=201, responses=responses(401, 404, 409))
-async def create_ticket(body: TicketCreate, player: PlayerDep, repo: RepoDep,
+async def create_ticket(body: TicketCreate, player: PlayerDep, repo: RepoDep, settings: SettingsDep,
                         service: MatchmakingDep) -> TicketPublic:
     """Queue for a match of ``game`` with ``seats`` seats. 404 ``unknown_game``; 422
     ``bad_seat_count``, ``invalid_options``, ``reserved_option``, ``unknown_bot``; 409 ``ticket_exists``
-    when the player already has a live (waiting or claimed) ticket (decided atomically in the store)."""
+    when the player already has a live (waiting or claimed) ticket (decided atomically in the store);
+    429 ``too_many_bot_matches`` when bots may fill and the player hosts ``MAX_BOT_MATCHES_PER_PLAYER``
+    running bot matches already."""
     game = registry().get(body.game)
     if game is None:
         raise ApiError(404, "unknown_game", f"no game {body.game!r}")
@@ -97,6 +101,12 @@ async def create_ticket(body: TicketCreate, player: PlayerDep, repo: RepoDep,
             bot_class(game.id, service.config.bot_kind)
         except (KeyError, ImportError):
             raise ApiError(422, "unknown_bot", f"{game.id} has no {service.config.bot_kind!r} bot") from None
+        # the lobby start's cap on running bot matches (a bot table's host is its oldest ticket's player)
+        cap = settings.max_bot_matches_per_player
+        if cap and await running_bot_matches_hosted_by(repo.engine, player["id"]) >= cap:
+            raise LimitExceeded(429, "too_many_bot_matches",
+                                f"you host {cap} running matches with bots already: finish one first",
+                                CAP_RETRY_SECONDS)
     ticket = {"id": uuid.uuid4().hex, "player_id": player["id"], "game": game.id, "seats": body.seats,
               "options": options, "pool": pool_key(game.id, body.seats, options),
               "rating": await rating_of(repo.engine, player["id"], game.id), "created_at": time.time(),
