@@ -155,6 +155,23 @@ class Settings(BaseSettings):
                 raise ValueError(f"special_costs: {special!r} must be a special id with a cost 0-{MAX_SPECIAL_COST}")
         return value
 
+    # -- quick play (issue 14 item 2; docs/operations.md, "Quick play") -------------------------
+    #: Rating window at first, in openskill ordinal points (mu - 3 sigma).
+    matchmaking_window_base: float = Field(3.0, ge=0)
+    #: Ordinal points the window widens by per second a ticket waits.
+    matchmaking_window_widen: float = Field(0.5, ge=0)
+    #: The widest window.
+    matchmaking_window_max: float = Field(30.0, ge=0)
+    #: Seconds between matcher rounds on each node.
+    matchmaking_tick_seconds: float = Field(0.5, gt=0)
+    #: A claim whose match was not created within this many seconds is settled by any node (its
+    #: lobby fenced off, its tickets back in the queue).
+    matchmaking_claim_seconds: float = Field(15.0, gt=0)
+    #: The bot kind that fills seats after a ticket's ``bots_after_seconds``.
+    matchmaking_bot_kind: str = "smart"
+    #: Seconds an ended ticket stays readable (Redis key expiry; also bounds a live ticket's life).
+    matchmaking_ticket_ttl_seconds: float = Field(3600.0, ge=60)
+
     @cached_property
     def node(self) -> str:
         return self.node_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"

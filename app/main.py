@@ -16,7 +16,7 @@ from sqlalchemy import text
 from app.api import errors
 from app.api import limits as api_limits
 from app.api.deps import hash_token
-from app.api.routes import admin, games, inventory, lobbies, matches, players
+from app.api.routes import admin, games, inventory, lobbies, matches, matchmaking, players
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import router as ws_router
 from app.config import Settings
@@ -34,6 +34,7 @@ from app.runtime.logwriter import LogWriter
 from app.runtime.cluster import Cluster
 from app.runtime.manager import MatchManager
 from app.meta.settlement import Settler
+from app.matchmaking.wiring import make_matchmaking
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -112,6 +113,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await cluster.start()
         await manager.start()
         await settler.start()
+        app.state.matchmaking = make_matchmaking(settings, backends, repo, manager, app.state.metrics.registry)
+        await app.state.matchmaking.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
@@ -122,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await app.state.matchmaking.stop()
             if bots:
                 await bots.stop()
             await manager.stop()
@@ -138,7 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_safety(app, settings)
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
-    for module in (players, inventory, games, lobbies, matches, admin):
+    for module in (players, inventory, games, lobbies, matches, matchmaking, admin):
         app.include_router(module.router, prefix="/api/v1")
     app.include_router(inventory.admin_router, prefix="/api/v1")
     app.include_router(ws_router)

@@ -4,6 +4,7 @@ import { h, replace } from "./dom.js";
 import { renderHome, renderLobby, renderWelcome } from "./lobby.js";
 import { renderMatch } from "./match.js";
 import { renderInventory } from "./inventory.js";
+import { quickPlayPanel, renderQueue } from "./quickplay.js";
 
 const root = document.getElementById("app");
 const who = document.getElementById("who");
@@ -35,6 +36,8 @@ async function route() {
   document.body.dataset.page = page || "home";
   if (page === "lobby" && id) {
     await renderLobby(root, id, { stillHere });
+  } else if (page === "queue" && id) {
+    cleanup = renderQueue(root, id, { stillHere });
   } else if (page === "inventory") {
     await renderInventory(root, { stillHere });
   } else if (page === "match" && id) {
@@ -43,6 +46,8 @@ async function route() {
     else stop();
   } else {
     await renderHome(root, { stillHere });
+    const panel = await quickPlayPanel();
+    if (stillHere()) root.querySelector(".home")?.prepend(panel);
   }
 }
 
