@@ -250,8 +250,9 @@ class WalletRepository:
         two nodes, a retry or a sweep after a restart cannot count a match twice.
 
         Aborted matches are marked settled and count nothing (``docs/decisions.md``). Bot seats own
-        every special without a record and are skipped, as are specials the player never owned. A special already at 0 (brought to two
-        matches at once with one match left) gets a use row with delta 0.
+        every special without a record and are skipped, as are specials the player never owned. A
+        special already at 0 (brought to two matches at once with one match left) gets a use row with
+        delta 0.
 
         Returns the number of lifetimes counted, or None if the match was settled already or has not
         ended (``match["status"]`` must be ``finished`` or ``aborted``)."""

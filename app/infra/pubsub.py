@@ -230,7 +230,8 @@ class RedisPubSub:
     ``subscribe`` returns only after Redis confirmed the SUBSCRIBE, so anything published after it
     returns is delivered. If the connection drops (or stays silent past ``keepalive_seconds`` with an
     unanswered PING: a health check every ``keepalive_seconds`` of silence, default 2 s, so a dead
-    connection is noticed within about twice that), the reader opens a new one with backoff (50 ms doubling to 2 s), subscribes to
+    connection is noticed within about twice that), the reader opens a new one with backoff (50 ms
+    doubling to 2 s), subscribes to
     every live channel again, and then raises :class:`MessagesLost` (reason ``"reconnect"``) in each
     subscription. A ``subscribe`` made while Redis is unreachable waits up to ``subscribe_timeout``
     seconds and then raises ``redis.exceptions.ConnectionError``.

@@ -263,7 +263,7 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
             await s1.send({"type": "act", "seq": seq, "action": {"type": "orders", "attack": []},
                            "version": st1["version"]})
             try:
-                answer = await recv_until(s1, lambda m: m["type"] in ("ack", "error") and m.get("seq") == seq,
+                answer = await recv_until(s1, lambda m, seq=seq: m["type"] in ("ack", "error") and m.get("seq") == seq,
                                           timeout=6)
                 assert answer["type"] == "ack", answer
             except websockets.ConnectionClosed as closed:
@@ -272,13 +272,14 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
                 s1, st1 = await connect(b.url, table.match_id, table.players[1].token)
                 await s1.send({"type": "act", "seq": seq, "action": {"type": "orders", "attack": []},
                                "version": st1["version"]})
-                answer = await recv_until(s1, lambda m: m["type"] in ("ack", "error") and m.get("seq") == seq,
+                answer = await recv_until(s1, lambda m, seq=seq: m["type"] in ("ack", "error") and m.get("seq") == seq,
                                           timeout=6)
                 assert answer["type"] == "ack", answer
             answers.append(answer)
             assert time.monotonic() - started < 12
             if st1["version"] < answer["version"]:
-                st1 = await recv_until(s1, lambda m: m["type"] == "state" and m["version"] >= answer["version"],
+                acked = answer["version"]
+                st1 = await recv_until(s1, lambda m, acked=acked: m["type"] == "state" and m["version"] >= acked,
                                        timeout=10)
             # a new act for the next round must see a connected pub/sub again
             await asyncio.sleep(0.3)

@@ -8,7 +8,8 @@ legality API (``check_action`` / ``can_act`` / ``legal_actions``) and every ``le
 example legal; views JSON-serialisable and filtered (no token of ``hidden_tokens`` in that viewer's
 view or events); ``apply`` never mutates its input; illegal actions raise ``IllegalAction`` with a
 snake_case code, the same as ``check_action``'s, and change nothing; outcomes well formed; random
-play to the end from many seeds, in bounded time; the deadline defaults of a phase end it. Game-specific rules stay in ``tests/games/<game>/``.
+play to the end from many seeds, in bounded time; the deadline defaults of a phase end it.
+Game-specific rules stay in ``tests/games/<game>/``.
 """
 from __future__ import annotations
 
@@ -265,7 +266,7 @@ def test_illegal_actions_raise_illegal_action_with_a_code_and_change_nothing(gam
     seats = game.info.max_seats
     state = game.setup(seats, None, b"illegal")
     weird = [None, True, -1, 10 ** 30, 1.5, "", "0", [], {}, [None], ["x"], {"0": ["x"]}, "x" * 5000]
-    for step in range(60):
+    for _step in range(60):
         if game.outcome(state) is not None:
             break
         before = frozen(state)

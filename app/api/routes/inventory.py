@@ -97,7 +97,9 @@ async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
 
 
 @router.get("/players/me/spins", response_model=list[SpinPublic], responses=responses(401))
-async def my_spins(player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
+async def my_spins(
+    player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500),
+) -> list[dict[str, Any]]:
     """Your spins, newest first, each with its revealed seed."""
     return await wallets.spins(player["id"], limit)
 

@@ -232,7 +232,7 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     cards = (stacked + rest)[:size] if stacked else rest[:size]
     first = st.dealt
     st.dealt = first + len(cards)
-    return tuple(zip(cards, map(st.tokens.token, range(first, st.dealt))))
+    return tuple(zip(cards, map(st.tokens.token, range(first, st.dealt)), strict=True))
 
 
 def _resolve_assign(st: State, events: list[Event]) -> None:
@@ -263,7 +263,7 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         cards = tables[land].flop
         first = st.dealt
         st.dealt = first + len(cards)
-        flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt))))
+        flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt)), strict=True))
         holder = battle.holder
         if holder == NEUTRAL:
             # hound (5.3.2.2): a participant sees the neutral's hand, which needs ids now
@@ -451,7 +451,7 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
          "category": category(ranks[seat])}
         for seat in live]
     if battle.jokers or battle.kept or battle.joker_cards:
-        for entry, seat in zip(shown, live):
+        for entry, seat in zip(shown, live, strict=True):
             _mark_final_hand(battle, seat, entry["cards"])
     events.append(Event("showdown", {"land": battle.land, "hands": shown}))
     if len(winners) == 1:
@@ -493,7 +493,7 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
         st.scouted = {seat: lands - {battle.land} for seat, lands in st.scouted.items()}
     refunded = battle.refunded
     events.append(Event("battle_won", {"land": battle.land, "winner": _who(winner), "result": result,
-                                       "refunded": dict(zip(map(str, refunded), refunded.values())),
+                                       "refunded": {str(seat): n for seat, n in refunded.items()},
                                        "mana": list(st.mana)}))
 
 

@@ -179,7 +179,9 @@ class Duel:
         self.defender_stack = defender_stack
 
 
-def fight(attacking: list[Card], defending: list[Card], tie_rule: str) -> tuple[list[Duel], list[Card], list[Card], list[Card], bool, bool]:
+def fight(
+    attacking: list[Card], defending: list[Card], tie_rule: str,
+) -> tuple[list[Duel], list[Card], list[Card], list[Card], bool, bool]:
     """Run a battle (rules 3.2–3.5). Returns ``(duels, attacker_survivors, defender_survivors,
     destroyed, attacker_routed, defender_routed)``; survivors in their final order. ``defending``
     must not be empty (rule 3.7: an empty province is taken without a duel)."""
@@ -307,7 +309,7 @@ def _reinforce(state: State, seat: int) -> list[Event]:
     added: dict[int, list[Card]] = {}
     next_token = state.next_token
     tokens = state.tokens
-    for ident, target in zip(drawn, placed_in):
+    for ident, target in zip(drawn, placed_in, strict=True):
         if target is None:
             discarded.append(ident)
             continue
@@ -487,7 +489,8 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
     retreated: tuple[Card, ...] = ()
     retreat_lost: tuple[Card, ...] = ()
     if defending:
-        duels, survivors, d_survivors, destroyed, a_routed, d_routed = fight(stack, list(defending), state.options.tie_rule)
+        duels, survivors, d_survivors, destroyed, a_routed, d_routed = fight(
+            stack, list(defending), state.options.tie_rule)
     else:  # rule 3.7: an empty province is taken without a duel
         duels, survivors, d_survivors, a_routed, d_routed = [], stack, [], False, True
     conquered = d_routed and not a_routed

@@ -149,7 +149,8 @@ def _step_target(s: WarriorState, ev: Events) -> str | None:
     options, candidates, size = target_options(s)
     if not options:
         if not atk.started:
-            ev.append(Event("attack_unused", {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
+            ev.append(Event("attack_unused",
+                            {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
         return "finish_attack"
     forced = len(options) == 1 and len(next(iter(options.values()))) == 1 and len(candidates) == size
     if forced:
@@ -192,7 +193,8 @@ def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Event
     raw_target = action.get("target")
     require(_is_mapping(raw_target), "malformed_action", "'target' must be {seat, race}")
     t_seat = raw_target.get("seat")
-    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action", "target seat must be an integer")
+    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action",
+            "target seat must be an integer")
     t_race = _race_arg(s, raw_target.get("race"))
     mercenary = None in options
     if mercenary:
@@ -255,7 +257,8 @@ def _step_exchange(s: WarriorState, ev: Events) -> str | None:
     if result.defender_losses:
         losses.append((atk.target[0], result.defender_losses, False))
     s.losses = tuple(losses)
-    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < (len(atk.force) if from_att else len(defending))))
+    waiting = tuple(sorted(seat for seat, n, from_att in losses
+                           if n < (len(atk.force) if from_att else len(defending))))
     if waiting:
         _open(s, LOSE, waiting)
         return None

@@ -157,6 +157,7 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
             if wizard is not None:
                 s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
                 s.discards += (wizard,)
-                ev.append(Event("wizard_discarded", {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
+                ev.append(Event("wizard_discarded",
+                                {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
     s.victory[by] += (card,)
     ev.append(Event("card_destroyed", data))
