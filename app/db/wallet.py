@@ -10,30 +10,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import (
-    LedgerEntry,
-    LobbySeat,
-    Match,
-    MatchSettlement,
-    OwnedSpecial,
-    Spin,
-    Wallet,
-)
+from app.db.tables import ledger_t, matches_t, owned_t, seats_t, settlements_t, spins_t, wallets_t
 from app.meta.slot import new_seed, prize_for, reels_for
-
-wallets_t = cast(Table, Wallet.__table__)
-owned_t = cast(Table, OwnedSpecial.__table__)
-ledger_t = cast(Table, LedgerEntry.__table__)
-spins_t = cast(Table, Spin.__table__)
-settlements_t = cast(Table, MatchSettlement.__table__)
-matches_t = cast(Table, Match.__table__)
-seats_t = cast(Table, LobbySeat.__table__)
 
 CRYSTALS = "crystals"
 

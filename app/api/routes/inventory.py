@@ -139,7 +139,10 @@ async def set_loadout(lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep
     loadout = await _checked_loadout(wallets, lobby["game"], body.loadout, player["id"])
     if not await wallets.set_seat_loadout(lobby_id, mine[0]["seat"], player["id"], loadout):
         raise ApiError(409, "not_seated", "you left the seat meanwhile")
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+    fresh = await repo.lobby(lobby_id)
+    if fresh is None:  # lobbies are never deleted; kept for the type (the read is separate from the write)
+        raise not_found("lobby")
+    return await lobby_public(repo, fresh)
 
 
 # -- admins -------------------------------------------------------------------------------------

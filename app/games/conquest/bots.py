@@ -326,6 +326,7 @@ class SensibleBot:
                     value = _pair_value(pool[i][0], pool[j][0])
                     if best is None or value > best[0]:
                         best = (value, i, j)
+            assert best is not None, "a battle's pool holds two cards at least"
             _, i, j = best
             hands[str(land)] = [pool[i][1], pool[j][1]]
             pool = [c for k, c in enumerate(pool) if k not in (i, j)]

@@ -206,7 +206,7 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     """2 cards per battle table from the seat's own deck for this round, which leaves out the flops
     of those tables (2.3)."""
     tables = st.tables
-    excluded = set()
+    excluded: set[int] = set()
     for land in lands:
         excluded.update(tables[land].flop)
     stacked = []
@@ -269,8 +269,7 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
             # hound (5.3.2.2): a participant sees the neutral's hand, which needs ids now
             hound = bool(st.active) and any(st.has(seat, "hound") for seat in battle.paid)
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=hound))
-            holder = "neutral"
-        started.append({"land": land, "holder": holder, "attackers": list(battle.attackers),
+        started.append({"land": land, "holder": _who(holder), "attackers": list(battle.attackers),
                         "defender": battle.defender,
                         "flop": [{"id": token, "card": _NAMES[card]} for card, token in flop]})
     events.append(Event("battles_started", {"battles": started}))
@@ -430,7 +429,9 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
     """Best five of seven; the best hand wins; a full tie refunds every finalist's stake and the
     table stays with its holder (3.6). The finalists' hands are shown to all (4.1)."""
     flop = battle.flop
-    board = (flop[0][0], flop[1][0], flop[2][0], battle.turn[0], battle.river[0])
+    turn, river = battle.turn, battle.river
+    assert turn is not None and river is not None  # the final follows the river stage (3.5)
+    board = (flop[0][0], flop[1][0], flop[2][0], turn[0], river[0])
     status = battle.status
     hands = battle.hands
     live = [seat for seat in battle.seats if status[seat] == LIVE]

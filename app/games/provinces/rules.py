@@ -71,7 +71,7 @@ def setup_state(seats: int, options: Options, seed: bytes) -> State:
     next_token = 0
     garrisons = []
     for _p in range(board.size):
-        garrison = []
+        garrison: list[Card] = []
         while len(garrison) < STARTING_CARDS:
             ident = shoe.pop()
             if is_joker_ident(ident):
@@ -217,10 +217,12 @@ def fight(
         else:
             winner = "none"
         if winner == "attacker":
+            assert card is not None  # set with every winner other than "none"
             a_stack.append(card)
             destroyed.append(d)
             d_lost += 1
         elif winner == "defender":
+            assert card is not None
             d_stack.append(card)
             destroyed.append(a)
             a_lost += 1
@@ -374,6 +376,7 @@ def _finish(state: State, reason: str) -> Outcome:
 
 
 def _over_events(state: State) -> list[Event]:
+    assert state.result is not None  # called once the result is set
     return [Event("match_over", state.result.to_wire())]
 
 
@@ -495,9 +498,9 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
         duels, survivors, d_survivors, a_routed, d_routed = [], stack, [], False, True
     conquered = d_routed and not a_routed
     if conquered:  # rule 3.6
-        new_owners = list(owners)
-        new_owners[dst] = seat
-        new_owners = tuple(new_owners)
+        owners_after = list(owners)
+        owners_after[dst] = seat
+        new_owners = tuple(owners_after)
         new.owners = new_owners
         ages = list(state.ages)
         ages[dst] = state.turn

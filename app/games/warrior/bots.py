@@ -249,6 +249,7 @@ class CaptainBot:
                 size = len(attack["force"])
             elif option["nation"] is not None:
                 own = self._nation(view, view["viewer"], option["nation"])
+                assert own is not None, "an option's nation is one of the viewer's own"
                 mine = {k: own["symbols"].get(k, 0) + card_symbols.get(k, 0) for k in ("infantry", "archer", "knight")}
                 size = own["size"]
             else:

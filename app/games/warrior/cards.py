@@ -86,7 +86,7 @@ def _symbols(row: dict[str, Any], where: str) -> tuple[int, int, int]:
     counts = tuple(raw.get(k, 0) for k in SYMBOLS)
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise CardSetError(f"{where}: symbol counts must be non-negative integers")
-    return counts  # type: ignore[return-value]
+    return counts
 
 
 def _face(card: CardDef, races: tuple[str, ...]) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def _wizard_choice(
 
 
 def _place_wizards(s: WarriorState, seat: int, placement: list[tuple[int, int | None]], ev: Events) -> None:
-    out = []
+    out: list[dict[str, Any]] = []
     for w, r in placement:
         if r is None:
             s.discards += (w,)
@@ -453,7 +453,7 @@ def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[Wa
     entry = _ACTIONS.get(kind)
     if entry is None:
         raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
-    phase, handler = entry  # type: ignore[misc]
+    phase, handler = entry
     if state.phase != phase:
         raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
     require(seat in state.waiting, "not_your_turn", "nothing is asked of this seat now")

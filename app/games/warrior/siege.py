@@ -49,7 +49,7 @@ def _open_siege(s: WarriorState, ev: Events, after: str) -> str | None:
 
 
 def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    raw = action.get("shots")
+    raw: Any = action.get("shots")  # client JSON, checked by require() below
     require(isinstance(raw, list), "malformed_action", "'shots' must be a list of {engine, target}")
     require(len(raw) <= len(s.engines[seat]), "too_many_shots", "one shot per siege engine")
     shots = []
