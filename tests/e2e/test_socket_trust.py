@@ -108,7 +108,8 @@ def _cluster(extra: dict[str, str], redis_url: str = REDIS_URL):
     nodes = [ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": f"node-{i}-{uuid.uuid4().hex[:4]}"})
              for i in range(2)]
     for n in nodes:
-        n.prefix, n.redis_url = prefix, redis_url
+        # extra fields the helpers read (tests/e2e/helpers.py); ServerProcess does not declare them
+        n.prefix, n.redis_url = prefix, redis_url  # type: ignore[attr-defined]
     nodes[0].start()
     nodes[1].admin_token = nodes[0].admin_token
     nodes[1].start()

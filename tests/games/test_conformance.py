@@ -137,7 +137,8 @@ def play(game: Game[Any, Any], seats: int, seed: bytes, *, checks: bool):
     """Random legal play to the end; returns (final state, [(seat, action)], [events wire per step])."""
     rng = random.Random(seed)
     state = game.setup(seats, None, seed)
-    log, trail = [], []
+    log: list = []
+    trail: list = []
     for _ in range(MAX_STEPS):
         if game.outcome(state) is not None:
             return state, log, trail

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -26,7 +27,7 @@ from .support import (
 )
 from .test_battle import COMMON, N1, N2, A, B, duel
 
-_JUNK = [None, True, False, -1, 0, 1, 7, 99, 10 ** 30, 1.5, "", "0", "x" * 13, [], [None], [True], [-1],
+_JUNK: list = [None, True, False, -1, 0, 1, 7, 99, 10 ** 30, 1.5, "", "0", "x" * 13, [], [None], [True], [-1],
          [0, 0], list(range(100)), {}, {"0": []}, {"a": 1}, [[1]], "aaaaaaaaaaaa"]
 
 
@@ -37,7 +38,7 @@ def _junk_action(rng: random.Random, state) -> object:
     action = {"type": kind}
     for field in ("attack", "lands", "folds", "hands"):
         if rng.random() < 0.6:
-            value = rng.choice(_JUNK)
+            value: Any = rng.choice(_JUNK)
             if rng.random() < 0.3:
                 value = [rng.randrange(-3, state.board.size + 3) for _ in range(rng.randrange(0, 5))]
             if field == "hands" and rng.random() < 0.5:

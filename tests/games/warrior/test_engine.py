@@ -19,10 +19,10 @@ from .helpers import BOT_CLASSES, fingerprint, play_match, prompt_dict
 def _junk(rng: random.Random, s, seat):
     """Malformed or hostile actions built around the current legal default."""
     prompts = [p for p in GAME.prompts(s) if p.seat == seat]
-    base = dict(prompts[0].default_action) if prompts else {"type": "keep", "cards": []}
-    junk_values = [None, -1, 10**12, -(10**12), 3.5, True, "", "x" * 5000, [], {}, ["a"] * 100000,
+    base: dict = dict(prompts[0].default_action) if prompts else {"type": "keep", "cards": []}
+    junk_values: list = [None, -1, 10**12, -(10**12), 3.5, True, "", "x" * 5000, [], {}, ["a"] * 100000,
                    [[1]], {"a": {"b": []}}, [None], [-1], float("nan"), "elves", {"seat": "1", "race": 4}]
-    out = [
+    out: list = [
         None, 5, "keep", [], {}, {"type": None}, {"type": 7}, {"type": "explode"}, {"type": "keep"},
         {"type": "keep", "cards": "abc"}, {"type": "keep", "cards": [1, 2, 3, 4]},
         {"type": "keep", "cards": ["x"] * 10000}, {"type": "lose", "cards": None},
