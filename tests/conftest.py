@@ -65,7 +65,8 @@ def postgres_problem() -> str | None:
             _service_problems["pg"] = (
                 f"the tests need PostgreSQL at {PG_ADMIN_URL} (BANNERFALL_TEST_PG) with a role that may create "
                 f"databases, but: {reason}. Fix: sudo -u postgres createuser --superuser {role} && "
-                f"sudo -u postgres createdb -O {role} {database}, or point BANNERFALL_TEST_PG at such a role (README, 'Tests')")
+                f"sudo -u postgres createdb -O {role} {database}, or point BANNERFALL_TEST_PG at such a role "
+                "(README, 'Tests')")
     return _service_problems["pg"]
 
 

@@ -66,6 +66,8 @@ class Recorder:
 
 
 class RecordingSocket(MatchSocket):
+    raw: list[str]  # every text frame received, set by the test before use
+
     async def recv(self, timeout=None):
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
         self.raw.append(raw)

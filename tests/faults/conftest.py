@@ -127,9 +127,9 @@ class PrivateRedis:
                 try:
                     if client.ping():
                         return
-                except redis.RedisError:
+                except redis.RedisError as exc:
                     if self.proc.poll() is not None or time.time() > end:
-                        raise RuntimeError(f"redis-server on port {self.port} did not start")
+                        raise RuntimeError(f"redis-server on port {self.port} did not start") from exc
                     time.sleep(0.05)
         finally:
             client.close()

@@ -97,7 +97,9 @@ async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
 
 
 @router.get("/players/me/spins", response_model=list[SpinPublic], responses=responses(401))
-async def my_spins(player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
+async def my_spins(
+    player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500),
+) -> list[dict[str, Any]]:
     """Your spins, newest first, each with its revealed seed."""
     return await wallets.spins(player["id"], limit)
 
@@ -137,7 +139,10 @@ async def set_loadout(lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep
     loadout = await _checked_loadout(wallets, lobby["game"], body.loadout, player["id"])
     if not await wallets.set_seat_loadout(lobby_id, mine[0]["seat"], player["id"], loadout):
         raise ApiError(409, "not_seated", "you left the seat meanwhile")
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+    fresh = await repo.lobby(lobby_id)
+    if fresh is None:  # lobbies are never deleted; kept for the type (the read is separate from the write)
+        raise not_found("lobby")
+    return await lobby_public(repo, fresh)
 
 
 # -- admins -------------------------------------------------------------------------------------
