@@ -22,7 +22,7 @@ def test_compose_topology_and_health_checks():
         assert env["BANNERFALL_REDIS_URL"].startswith("redis://")
         assert env["BANNERFALL_MIGRATE_ON_START"] == "false"
         assert services[node]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
-        assert env["BANNERFALL_ADMIN_TOKEN"].startswith("${BANNERFALL_ADMIN_TOKEN:?"), "the admin token must be required"
+        assert env["BANNERFALL_ADMIN_TOKEN"].startswith("${BANNERFALL_ADMIN_TOKEN:?"), "admin token required"
         assert env["FORWARDED_ALLOW_IPS"] == "*"
     assert services["migrate"]["command"] == ["bannerfall", "migrate"]
     conf = (ROOT / "deploy" / "nginx.conf").read_text()

@@ -37,7 +37,7 @@ def decode_cursor(kind: str, cursor: str, types: tuple[type, ...]) -> list[Any]:
     if not isinstance(value, list) or len(value) != len(types) + 1 or value[0] != kind:
         raise BadCursor("this cursor is not for this list")
     key = value[1:]
-    for i, (part, typ) in enumerate(zip(key, types)):
+    for i, (part, typ) in enumerate(zip(key, types, strict=True)):
         if typ is float and isinstance(part, int) and not isinstance(part, bool):
             key[i] = float(part)
         elif not isinstance(part, typ) or isinstance(part, bool):

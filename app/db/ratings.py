@@ -22,12 +22,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, func, or_, select, update
+from sqlalchemy import Table, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.models import Match, MatchRating, Player, PlayerRating, RatingChange
-from app.db.paging import decode_cursor, encode_cursor
 
 ratings_t = cast(Table, PlayerRating.__table__)
 changes_t = cast(Table, RatingChange.__table__)

@@ -378,7 +378,7 @@ class RedisTicketStore:
                     pipe.hgetall(self.prefix + "mm:t:" + i)
                 rows = await pipe.execute()
         out, gone = [], []
-        for ticket_id, raw in zip(ids, rows):
+        for ticket_id, raw in zip(ids, rows, strict=True):
             if raw and b"data" in raw:
                 ticket = _ticket_out({_s(k): _s(v) for k, v in raw.items()})
                 if ticket["status"] == "waiting":

@@ -12,9 +12,8 @@ Create Date: 2026-11-30 21:45:00
 - ``match_ratings``: ended matches the ratings have seen (the sweep looks for matches without one).
 - ``ix_matches_created`` / ``ix_lobbies_created``: keyset paging by ``(created_at, id)``.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0004'
 down_revision = '0003'

@@ -172,7 +172,7 @@ async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
     try:
         # every player queues on one node or the other at once; both matchers race for them
         tickets = await asyncio.gather(*(c.queue("provinces", 2, {"turn_seconds": 600}) for c in clients))
-        done = await asyncio.gather(*(c.wait_for_match(t["id"], timeout=30) for c, t in zip(clients, tickets)))
+        done = await asyncio.gather(*(c.wait_for_match(t["id"], timeout=30) for c, t in zip(clients, tickets, strict=True)))
         assert {t["status"] for t in done} == {"matched"}
         admin = RestClient(a.url, a.admin_token)
         matches = [m for m in await admin.admin_matches() if m["game"] == "provinces"]
@@ -180,7 +180,7 @@ async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
         seated = [s["player_id"] for m in matches for s in m["seats"]]
         assert len(seated) == len(set(seated)) == 40 and len(matches) == 20
         by_match: dict[str, list[str]] = {}
-        for c, t in zip(clients, done):
+        for c, t in zip(clients, done, strict=True):
             by_match.setdefault(t["match_id"], []).append((await c.me())["id"])
         assert all(len(v) == 2 for v in by_match.values()) and len(by_match) == 20
         for m in matches:
@@ -189,8 +189,9 @@ async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
         async with httpx.AsyncClient() as raw:
             for node in (a, b):
                 text = (await raw.get(node.url + "/metrics")).text
-                counts[node.port] = {k: float(re.search(rf"^bannerfall_matchmaking_{k}_total (\S+)$", text, re.MULTILINE)[1])
-                                     for k in ("formed", "claims_lost")}
+                counts[node.port] = {
+                    k: float(re.search(rf"^bannerfall_matchmaking_{k}_total (\S+)$", text, re.MULTILINE)[1])
+                    for k in ("formed", "claims_lost")}
         print("matchmaking race:", counts)
         assert sum(c["formed"] for c in counts.values()) == 20
     finally:
@@ -207,15 +208,15 @@ async def test_a_node_killed_while_tickets_wait_the_other_forms_the_matches(two_
     try:
         # three-seat tables: two players per table wait on node a, nobody can match them yet
         waiting = [await c.queue("provinces", 3, {"turn_seconds": 600 + i // 2}) for i, c in enumerate(on_a)]
-        assert {(await c.ticket(t["id"]))["status"] for c, t in zip(on_a, waiting)} == {"waiting"}
+        assert {(await c.ticket(t["id"]))["status"] for c, t in zip(on_a, waiting, strict=True)} == {"waiting"}
         a.kill9()
         # the third player of each table comes through node b, which alone forms both matches
         thirds = [await c.queue("provinces", 3, {"turn_seconds": 600 + i}) for i, c in enumerate(on_b)]
-        done = [await c.wait_for_match(t["id"], timeout=30) for c, t in zip(on_b, thirds)]
+        done = [await c.wait_for_match(t["id"], timeout=30) for c, t in zip(on_b, thirds, strict=True)]
         assert {t["status"] for t in done} == {"matched"}
         for c in on_a:  # the players who queued on the dead node read their tickets on b
             c._http.base_url = httpx.URL(b.url)
-        firsts = [await c.wait_for_match(t["id"], timeout=30) for c, t in zip(on_a, waiting)]
+        firsts = [await c.wait_for_match(t["id"], timeout=30) for c, t in zip(on_a, waiting, strict=True)]
         assert [t["match_id"] for t in firsts] == [done[0]["match_id"]] * 2 + [done[1]["match_id"]] * 2
         match = await on_b[0].match(done[0]["match_id"])
         assert match["status"] == "running" and len({s["player_id"] for s in match["seats"]}) == 3

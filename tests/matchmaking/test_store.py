@@ -55,7 +55,7 @@ async def test_claim_is_all_or_nothing_and_racing_claims_never_share_a_ticket(ma
     claims = [(f"c{i}", list(p)) for i, p in enumerate(pairs)]
     won = await asyncio.gather(*(stores[i % 2].claim(c, pool, p, time.time() + 30) for i, (c, p) in enumerate(claims)))
     seen: dict[str, str] = {}
-    for (claim_id, pair), ok in zip(claims, won):
+    for (claim_id, pair), ok in zip(claims, won, strict=True):
         if ok:
             for tid in pair:
                 assert tid not in seen, f"{tid} in {seen[tid]} and {claim_id}"
