@@ -172,7 +172,8 @@ async def test_two_nodes_racing_put_each_ticket_in_exactly_one_match(two_nodes):
     try:
         # every player queues on one node or the other at once; both matchers race for them
         tickets = await asyncio.gather(*(c.queue("provinces", 2, {"turn_seconds": 600}) for c in clients))
-        done = await asyncio.gather(*(c.wait_for_match(t["id"], timeout=30) for c, t in zip(clients, tickets, strict=True)))
+        done = await asyncio.gather(*(c.wait_for_match(t["id"], timeout=30)
+                                      for c, t in zip(clients, tickets, strict=True)))
         assert {t["status"] for t in done} == {"matched"}
         admin = RestClient(a.url, a.admin_token)
         matches = [m for m in await admin.admin_matches() if m["game"] == "provinces"]
