@@ -9,13 +9,14 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player
+from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player, PlayerToken
 
 players_t = Player.__table__
 lobbies_t = Lobby.__table__
 seats_t = LobbySeat.__table__
 matches_t = Match.__table__
 actions_t = MatchAction.__table__
+tokens_t = PlayerToken.__table__
 
 
 def _row(r) -> dict[str, Any] | None:
@@ -49,8 +50,13 @@ class Repository:
         return row
 
     async def player_by_token_hash(self, token_hash: str) -> dict[str, Any] | None:
+        """The player whose first token (``players.token_hash``) or one of whose sign-in tokens
+        (``player_tokens``, :mod:`app.db.accounts`) hashes to ``token_hash``."""
         async with self.engine.connect() as conn:
             r = (await conn.execute(select(players_t).where(players_t.c.token_hash == token_hash))).first()
+            if r is None:
+                r = (await conn.execute(select(players_t).join(tokens_t, tokens_t.c.player_id == players_t.c.id)
+                                        .where(tokens_t.c.token_hash == token_hash))).first()
         return _row(r)
 
     async def set_token_hash(self, player_id: str, token_hash: str) -> None:
