@@ -34,6 +34,8 @@ from app.runtime.logwriter import LogWriter
 from app.runtime.cluster import Cluster
 from app.runtime.manager import MatchManager
 from app.meta.settlement import Settler
+from app.db.ratings import RatingsRepository
+from app.ratings import Rater
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -94,8 +96,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         manager.cluster = cluster
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
-        manager.on_match_ended = settler.match_ended
+        ratings = RatingsRepository(engine)
+        rater = Rater(ratings, sweep_seconds=settings.rating_sweep_seconds)
+
+        def match_ended(match: dict[str, Any]) -> None:  # specials settled and ratings changed, once each
+            settler.match_ended(match)
+            rater.match_ended(match)
+
+        manager.on_match_ended = match_ended
         app.state.wallets, app.state.settler = wallets, settler
+        app.state.ratings, app.state.rater = ratings, rater
         manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
         app.state.metrics.links.set_function(lambda: len(cluster.links))
         app.state.metrics.remote_peers.set_function(lambda: len(cluster.remote_peers))
@@ -105,6 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await cluster.start()
         await manager.start()
         await settler.start()
+        await rater.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
@@ -119,6 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await bots.stop()
             await manager.stop()
             await settler.stop()
+            await rater.stop()
             await writer.stop()
             await cluster.stop()
             await backends.close()
