@@ -16,7 +16,7 @@ from sqlalchemy import text
 from app.api import errors
 from app.api import limits as api_limits
 from app.api.deps import hash_token
-from app.api.routes import accounts, admin, games, inventory, lobbies, matches, players
+from app.api.routes import accounts, admin, games, inventory, lobbies, matches, players, ratings as rating_routes
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import router as ws_router
 from app.config import Settings
@@ -143,7 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_safety(app, settings)
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
-    for module in (players, accounts, inventory, games, lobbies, matches, admin):
+    for module in (players, accounts, inventory, games, lobbies, matches, admin, rating_routes):
         app.include_router(module.router, prefix="/api/v1")
     app.include_router(inventory.admin_router, prefix="/api/v1")
     app.include_router(ws_router)
