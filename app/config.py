@@ -132,8 +132,8 @@ class Settings(BaseSettings):
     #: Seconds between sweeps that rate finished-but-unrated matches (a match is rated at once on
     #: the node that ran it; the sweep catches what a crash or another node left).
     rating_sweep_seconds: float = Field(30.0, gt=0)
-    #: Largest page any paged list returns (``?limit=``); the default page is 50.
-    page_max: int = Field(200, ge=1, le=1000)
+    #: Largest page any paged list returns (``?limit=`` above it is cut to it).
+    page_max: int = Field(500, ge=1, le=1000)
 
     @field_validator("spin_strip")
     @classmethod
