@@ -26,7 +26,14 @@ from sqlalchemy import Table, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.models import Account, Match, MatchRating, Player, PlayerRating, RatingChange
+from app.db.models import (
+    Account,
+    Match,
+    MatchRating,
+    Player,
+    PlayerRating,
+    RatingChange,
+)
 from app.db.paging import decode_cursor, encode_cursor
 
 ratings_t = cast(Table, PlayerRating.__table__)

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.db.database import make_engine
 from app.api.names import NameRefused, check_name, check_username, username_key
+from app.db.database import make_engine
 from tests.conftest import ServerProcess, make_db_url
 
 API = "/api/v1"

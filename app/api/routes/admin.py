@@ -9,8 +9,8 @@ from app.api.deps import AdminDep, ManagerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.routes.matches import match_public
 from app.api.schemas import AbortRequest, MatchPage, MatchPublic, Text
-from app.db.paging import BadCursor
 from app.api.security import refuse_seated_admin
+from app.db.paging import BadCursor
 from app.games.base import ADMIN, IllegalAction
 from app.runtime.replay import ReplayMismatch, replay
 
