@@ -120,7 +120,8 @@ class RestClient:
         return await self.request("GET", "/players/me/inventory")
 
     async def ledger(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self.request("GET", "/players/me/ledger", params={"limit": limit})
+        """The newest ``limit`` rows of your ledger (the first page of ``{items, next_cursor}``)."""
+        return (await self.request("GET", "/players/me/ledger", params={"limit": limit}))["items"]
 
     async def next_spin(self) -> dict[str, Any]:
         return await self.request("GET", "/players/me/spins/next")

@@ -95,3 +95,24 @@ def test_matches_and_admin_matches_page(paged_server):
                          headers={"Authorization": f"Bearer {paged_server.admin_token}"}, timeout=30)
     admin_seen = _all_pages(admin, "/admin/matches", 3)
     assert set(started) <= set(admin_seen) and len(admin_seen) == len(set(admin_seen))
+
+
+def test_the_ledger_pages_with_a_cursor(paged_server):
+    player = _guest(paged_server, "saver")
+    me = player.get("/players/me").json()["id"]
+    admin = httpx.Client(base_url=paged_server.url + API,
+                         headers={"Authorization": f"Bearer {paged_server.admin_token}"}, timeout=30)
+    for i in range(5):
+        assert admin.post(f"/admin/players/{me}/crystals", json={"amount": 10 + i, "reason": f"grant {i}"}).status_code == 200
+    rows, cursor = [], None
+    while True:
+        page = player.get("/players/me/ledger", params={"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        rows += page["items"]
+        admin.post(f"/admin/players/{me}/crystals", json={"amount": 1, "reason": "while paging"})  # newer: not mixed in
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [r["delta"] for r in rows] == [14, 13, 12, 11, 10]
+    assert len(admin.get(f"/admin/players/{me}/ledger", params={"limit": 100}).json()["items"]) == 5 + 3
+    bad = player.get("/players/me/ledger", params={"cursor": player.get("/lobbies", params={"limit": 1}).json()["next_cursor"] or "x"})
+    assert (bad.status_code, bad.json()["code"]) == (422, "bad_cursor")
