@@ -124,11 +124,13 @@ class Settings(BaseSettings):
     rate_limit_sign_in: str = "5/minute;30/hour"
     #: Sign-in attempts per client address (not for ``rate_limit_exempt`` addresses); "" = off.
     rate_limit_sign_in_ip: str = "20/minute;200/hour"
-    #: argon2id parameters for new password hashes (argon2-cffi's defaults, RFC 9106's low-memory
-    #: profile). A stored hash made with other parameters is re-hashed at its next sign-in.
-    argon2_time_cost: int = Field(3, ge=1, le=20)
-    argon2_memory_kib: int = Field(65_536, ge=8, le=4_194_304)
-    argon2_parallelism: int = Field(4, ge=1, le=64)
+    #: argon2id parameters for new password hashes: OWASP's recommended minimum (19 MiB, 2 passes,
+    #: 1 lane), lighter than argon2-cffi's default (64 MiB, 3 passes, 4 lanes) for small shared
+    #: nodes (docs/operations.md has the measurements). A stored hash made with other parameters is
+    #: re-hashed at its next sign-in.
+    argon2_time_cost: int = Field(2, ge=1, le=20)
+    argon2_memory_kib: int = Field(19_456, ge=8, le=4_194_304)
+    argon2_parallelism: int = Field(1, ge=1, le=64)
     #: Seconds between sweeps that rate finished-but-unrated matches (a match is rated at once on
     #: the node that ran it; the sweep catches what a crash or another node left).
     rating_sweep_seconds: float = Field(30.0, gt=0)

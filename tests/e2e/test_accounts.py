@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from app.api.names import NameRefused, check_name, check_username, username_key
+from app.api.passwords import Passwords
+from app.config import Settings
 from app.db.database import make_engine
 from tests.conftest import ServerProcess, make_db_url
 
@@ -221,3 +223,15 @@ def test_sign_in_attempts_are_limited_per_username(acc_server):
     assert r.status_code == 429 and r.json()["code"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1
     other = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "someone-else", "password": "guess 1234"})
     assert other.status_code == 401
+
+
+async def test_passwords_hash_with_the_settings_and_ask_for_a_rehash_when_they_rise():
+    weak = Passwords(Settings(argon2_time_cost=1, argon2_memory_kib=1024, argon2_parallelism=1))
+    strong = Passwords(Settings(argon2_time_cost=2, argon2_memory_kib=2048, argon2_parallelism=1))
+    stored = await weak.hash("a long password")
+    assert stored.startswith("$argon2id$v=19$m=1024,t=1,p=1$")
+    assert await weak.verify(stored, "a long password") and await strong.verify(stored, "a long password")
+    assert not await weak.verify(stored, "a wrong password")
+    assert not await weak.verify(None, "a long password")  # no account: still one check, always False
+    assert not await weak.verify("not a hash", "a long password")
+    assert strong.needs_rehash(stored) and not weak.needs_rehash(stored)
