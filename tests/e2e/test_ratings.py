@@ -254,3 +254,34 @@ def _wait_for(fetch, ok, timeout: float = 20.0):
             assert ok(value), value
             return value
         time.sleep(0.1)
+
+
+def test_the_sweep_rates_a_match_that_ended_while_no_node_rated_it(tmp_path):
+    """A match that finished with no rater running (a node died between its end and its rating):
+    the next node's sweep at start rates it, once."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'sweep.db'}"
+    upgrade(url)
+
+    async def leave_an_unrated_match() -> tuple[str, str, str]:
+        engine = make_engine(url)
+        try:
+            repo = Repository(engine)
+            a, b = await new_player(repo), await new_player(repo)
+            match = await ended_match(repo, [a, b], [2, 1])
+            return a, b, match["id"]
+        finally:
+            await engine.dispose()
+
+    loser, winner, match_id = asyncio.run(leave_an_unrated_match())
+    srv = ServerProcess(url, env={"BANNERFALL_RATING_SWEEP_SECONDS": "0.3"}).start()
+    try:
+        guest = httpx.post(f"{srv.url}/api/v1/players", json={"name": "looker"}).json()["token"]
+        auth = {"Authorization": f"Bearer {guest}"}
+        profile = _wait_for(lambda: httpx.get(f"{srv.url}/api/v1/players/{winner}", headers=auth).json(),
+                            lambda p: "provinces" in p["ratings"])
+        assert profile["ratings"]["provinces"]["wins"] == 1
+        assert [m["match_id"] for m in profile["recent_matches"]] == [match_id]
+        board = httpx.get(f"{srv.url}/api/v1/games/provinces/leaderboard", headers=auth).json()
+        assert [r["player"]["id"] for r in board["items"]] == [winner, loser] and board["me"] is None
+    finally:
+        srv.stop()
