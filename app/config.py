@@ -61,8 +61,17 @@ class Settings(BaseSettings):
     commit_window_ms: float = Field(2.0, ge=0)
     #: Most log records in one commit.
     commit_max_batch: int = Field(2000, ge=1)
-    #: Match lease time across nodes, seconds (production mode).
-    lease_seconds: float = Field(10.0, gt=0.5)
+    #: Group commit: seconds a batch is retried on transient database errors before its matches
+    #: fail (their runners are dropped and rebuilt from the durable log).
+    commit_retry_seconds: float = Field(10.0, ge=0)
+    #: Match lease time across nodes, seconds (production mode). A dead node's matches go on
+    #: elsewhere within about lease + takeover interval; renewed every lease/3.
+    lease_seconds: float = Field(2.0, gt=0.5)
+    #: Seconds between scans for running matches whose lease is free (takeover of a dead node's).
+    takeover_interval_seconds: float = Field(0.5, gt=0)
+    #: A claimed deadline is hidden from other claims this long; it fires again unless its phase
+    #: ended durably meanwhile (production mode).
+    deadline_claim_seconds: float = Field(5.0, gt=0)
     #: This node's id (defaults to hostname + random suffix).
     node_id: str | None = None
     #: Run bots for bot seats on this node.
@@ -164,6 +173,23 @@ class Settings(BaseSettings):
             if special not in SPECIALS or not 0 <= cost <= MAX_SPECIAL_COST:
                 raise ValueError(f"special_costs: {special!r} must be a special id with a cost 0-{MAX_SPECIAL_COST}")
         return value
+
+    # -- quick play (issue 14 item 2; docs/operations.md, "Quick play") -------------------------
+    #: Rating window at first, in openskill ordinal points (mu - 3 sigma).
+    matchmaking_window_base: float = Field(3.0, ge=0)
+    #: Ordinal points the window widens by per second a ticket waits.
+    matchmaking_window_widen: float = Field(0.5, ge=0)
+    #: The widest window.
+    matchmaking_window_max: float = Field(30.0, ge=0)
+    #: Seconds between matcher rounds on each node.
+    matchmaking_tick_seconds: float = Field(0.5, gt=0)
+    #: A claim whose match was not created within this many seconds is settled by any node (its
+    #: lobby fenced off, its tickets back in the queue).
+    matchmaking_claim_seconds: float = Field(15.0, gt=0)
+    #: The bot kind that fills seats after a ticket's ``bots_after_seconds``.
+    matchmaking_bot_kind: str = "smart"
+    #: Seconds an ended ticket stays readable (Redis key expiry; also bounds a live ticket's life).
+    matchmaking_ticket_ttl_seconds: float = Field(3600.0, ge=60)
 
     @cached_property
     def node(self) -> str:

@@ -16,7 +16,8 @@ from sqlalchemy import text
 from app.api import errors
 from app.api import limits as api_limits
 from app.api.deps import hash_token
-from app.api.routes import accounts, admin, games, inventory, lobbies, matches, players, ratings as rating_routes
+from app.api.routes import accounts, admin, games, inventory, lobbies, matches, matchmaking, players
+from app.api.routes import ratings as rating_routes
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import router as ws_router
 from app.config import Settings
@@ -36,6 +37,7 @@ from app.runtime.manager import MatchManager
 from app.meta.settlement import Settler
 from app.db.ratings import RatingsRepository
 from app.ratings import Rater
+from app.matchmaking.wiring import make_matchmaking
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -85,14 +87,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(settings.database_url)
         repo = Repository(engine)
         await _ensure_admin(repo, settings.admin_token)
-        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch)
+        writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
+                           retry_seconds=settings.commit_retry_seconds)
         writer.start()
-        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix)
+        backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
+                                 claim_seconds=settings.deadline_claim_seconds)
         bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
-        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None)
-        keeper = LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=manager.lease_lost)
-        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=settings.lease_seconds,
-                          multi_node=backends.mode == "redis")
+        manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
+                               node_id=settings.node)
+        # one process (local backends): nothing to fail over to, so a long lease; a short one would
+        # only turn an event-loop stall of 2 s into every match being dropped and rebuilt
+        lease_seconds = settings.lease_seconds if backends.mode == "redis" else max(settings.lease_seconds, 30.0)
+        keeper = LeaseKeeper(backends.leases, settings.node, lease_seconds, on_lost=manager.lease_lost)
+        cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=lease_seconds,
+                          multi_node=backends.mode == "redis",
+                          takeover_interval=settings.takeover_interval_seconds)
         manager.cluster = cluster
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
@@ -116,6 +125,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await manager.start()
         await settler.start()
         await rater.start()
+        app.state.matchmaking = make_matchmaking(settings, backends, repo, manager, app.state.metrics.registry)
+        await app.state.matchmaking.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
@@ -126,6 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await app.state.matchmaking.stop()
             if bots:
                 await bots.stop()
             await manager.stop()
@@ -143,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_safety(app, settings)
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
-    for module in (players, accounts, inventory, games, lobbies, matches, admin, rating_routes):
+    for module in (players, accounts, inventory, games, lobbies, matches, matchmaking, admin, rating_routes):
         app.include_router(module.router, prefix="/api/v1")
     app.include_router(inventory.admin_router, prefix="/api/v1")
     app.include_router(ws_router)
@@ -178,6 +190,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         m.log_records.set(app.state.log_writer.stats.records)
         m.log_commits.set(app.state.log_writer.stats.commits)
         m.deadlines.set(app.state.manager.deadlines_fired)
+        stats = app.state.log_writer.stats
+        m.log_failures.set(stats.failures)
+        m.log_fenced.set(stats.fenced)
+        m.log_dropped.set(stats.dropped)
+        m.log_pending.set(app.state.log_writer.pending)
+        m.storage_ok.set(0 if app.state.log_writer.unhealthy else 1)
+        m.recoveries.set(app.state.manager.recoveries)
+        if app.state.manager.cluster is not None:
+            m.takeovers.set(app.state.manager.cluster.takeovers)
         return PlainTextResponse(generate_latest(m.registry).decode(), media_type="text/plain; version=0.0.4")
 
     if WEB.is_dir() and any(WEB.iterdir()):

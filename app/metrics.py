@@ -14,6 +14,18 @@ class Metrics:
         self.log_records = Gauge("bannerfall_log_records_total", "Action log records committed", registry=r)
         self.log_commits = Gauge("bannerfall_log_commits_total", "Group commits of the action log", registry=r)
         self.deadlines = Gauge("bannerfall_deadlines_fired_total", "Deadlines that applied defaults", registry=r)
+        self.log_failures = Gauge("bannerfall_log_failures_total",
+                                  "Group commits in which some matches' records failed", registry=r)
+        self.log_fenced = Gauge("bannerfall_log_fenced_total",
+                                "Log records refused by the fencing check (stale owner or out of sequence)",
+                                registry=r)
+        self.log_dropped = Gauge("bannerfall_log_dropped_total",
+                                 "Log records dropped because an earlier record of their match failed", registry=r)
+        self.log_pending = Gauge("bannerfall_log_pending", "Log records queued, not yet committed", registry=r)
+        self.storage_ok = Gauge("bannerfall_storage_ok", "1 unless the last log commit attempt failed", registry=r)
+        self.recoveries = Gauge("bannerfall_match_recoveries_total",
+                                "Matches rebuilt from their durable log after a failure on this node", registry=r)
+        self.takeovers = Gauge("bannerfall_takeovers_total", "Matches taken over from another node", registry=r)
         self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -18,6 +19,27 @@ seats_t = LobbySeat.__table__
 matches_t = Match.__table__
 actions_t = MatchAction.__table__
 tokens_t = PlayerToken.__table__
+
+
+@dataclass(slots=True)
+class MatchWrite:
+    """One match's share of a group commit: ``rows`` (log rows, consecutive ``seq``), the runner's
+    fencing ``epoch``, and the end-of-match ``update`` (``status``, ``outcome``, ``ended_at``) if the
+    last row ends it."""
+
+    match_id: str
+    epoch: int
+    rows: list[dict[str, Any]]
+    update: dict[str, Any] | None = None
+
+
+_PG_LOCK = text("SELECT 1 FROM matches WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR UPDATE")
+_PG_FENCE = text(
+    "UPDATE matches AS m SET version = v.last "
+    "FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:epochs AS BIGINT[]), CAST(:firsts AS INTEGER[]), "
+    "CAST(:lasts AS INTEGER[])) AS v(id, epoch, first, last) "
+    "WHERE m.id = v.id AND m.owner_epoch = v.epoch AND m.version = v.first - 1 "
+    "RETURNING m.id")
 
 
 def _row(r) -> dict[str, Any] | None:
@@ -79,12 +101,15 @@ class Repository:
         return {r.id: dict(r._mapping) for r in rows}
 
     # -- lobbies ---------------------------------------------------------------------------
-    async def create_lobby(self, lobby: dict[str, Any], host_id: str) -> None:
+    async def create_lobby(self, lobby: dict[str, Any], host_id: str,
+                           host_loadout: Sequence[str] | None = None) -> None:
+        """Insert a lobby with the host in seat 0 (with ``host_loadout``, Conquest specials it brings)."""
         async with self.engine.begin() as conn:
             await conn.execute(insert(lobbies_t), lobby)
             await conn.execute(
                 insert(seats_t),
-                [{"lobby_id": lobby["id"], "seat": s, "player_id": host_id if s == 0 else None, "bot": None}
+                [{"lobby_id": lobby["id"], "seat": s, "player_id": host_id if s == 0 else None, "bot": None,
+                  "loadout": list(host_loadout) if s == 0 and host_loadout else None}
                  for s in range(lobby["seat_count"])],
             )
 
@@ -169,18 +194,29 @@ class Repository:
         lobby["seats"] = [dict(s._mapping) for s in seats]
         return lobby
 
-    async def join_lobby(self, lobby_id: str, player_id: str, seat: int | None = None) -> dict[str, Any]:
+    async def join_lobby(self, lobby_id: str, player_id: str, seat: int | None = None,
+                         loadout: Sequence[str] | None = None) -> dict[str, Any]:
         """Seat ``player_id`` (the first free seat, or ``seat``) and return the lobby as it is then.
+        ``loadout`` (Conquest specials, already checked against what the player owns) is stored on the
+        seat in the same transaction, so a start can never see the seat without it.
 
         Idempotent: a player who already holds a seat keeps it and gets the lobby unchanged (whatever
-        ``seat`` asks). One seat per player per lobby is also enforced by the unique index
-        ``uq_lobby_seats_player``. Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``,
-        ``bad_seat``, ``no_free_seat``.
+        ``seat`` asks; a ``loadout`` given replaces the seat's). One seat per player per lobby is also
+        enforced by the unique index ``uq_lobby_seats_player``. Raises :class:`LobbyRefused`
+        ``not_found``, ``lobby_not_open``, ``bad_seat``, ``no_free_seat``.
         """
         try:
             async with self._locked_open_lobby(lobby_id) as (conn, lobby):
-                if any(s["player_id"] == player_id for s in lobby["seats"]):
-                    return lobby
+                mine = [s["seat"] for s in lobby["seats"] if s["player_id"] == player_id]
+                if mine:
+                    if not loadout:
+                        return lobby
+                    await conn.execute(
+                        update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == mine[0])
+                        .values(loadout=list(loadout)))
+                    out = await self._lobby_in(conn, lobby_id)
+                    assert out is not None
+                    return out
                 if seat is not None and not 0 <= seat < lobby["seat_count"]:
                     raise LobbyRefused("bad_seat", "no such seat")
                 free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
@@ -190,7 +226,7 @@ class Repository:
                     raise LobbyRefused("no_free_seat", "no free seat" if seat is None else "that seat is taken")
                 await conn.execute(
                     update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == free[0])
-                    .values(player_id=player_id, bot=None))
+                    .values(player_id=player_id, bot=None, loadout=list(loadout) if loadout else None))
                 out = await self._lobby_in(conn, lobby_id)
                 assert out is not None
                 return out
@@ -239,15 +275,20 @@ class Repository:
             return out
 
     async def start_lobby_match(self, lobby_id: str,
-                                build: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> dict[str, Any]:
+                                build: Callable[[list[dict[str, Any]]], dict[str, Any]],
+                                check: Callable[[list[dict[str, Any]]], None] | None = None) -> dict[str, Any]:
         """Start a lobby's match in one transaction under the lobby's lock: read the seats, call
+        ``check(lobby_seats)`` (the seat rows as locked; it raises :class:`LobbyRefused` to refuse,
+        e.g. when they no longer are what the caller computed the match's options from), call
         ``build(seats)`` (by seat, ``{"player_id", "name", "bot"}``) for the match row, insert it and
         mark the lobby ``started`` with its ``match_id``. A leave or join that won the race is seen
         here; one that lost it finds the lobby started. Returns the inserted match.
-        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``, ``seats_empty``."""
+        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``, ``seats_empty``, or ``check``'s."""
         async with self._locked_open_lobby(lobby_id) as (conn, lobby):
             if any(s["player_id"] is None for s in lobby["seats"]):
                 raise LobbyRefused("seats_empty", "every seat needs a player or a bot")
+            if check is not None:
+                check(lobby["seats"])
             ids = [s["player_id"] for s in lobby["seats"]]
             names = {r.id: r.name for r in (await conn.execute(
                 select(players_t.c.id, players_t.c.name).where(players_t.c.id.in_(ids)))).all()}
@@ -261,7 +302,9 @@ class Repository:
 
     # -- matches ---------------------------------------------------------------------------
     async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None) -> None:
-        """Insert a match (and, in the same transaction, mark its lobby started)."""
+        """Insert a match (and, in the same transaction, mark its lobby started). The creator owns it:
+        ``match`` carries ``owner_epoch`` (1) and ``owner_node``. Raises LookupError if the lobby is
+        no longer open (nothing is inserted then)."""
         async with self.engine.begin() as conn:
             await conn.execute(insert(matches_t), match)
             if lobby_id:
@@ -322,17 +365,86 @@ class Repository:
                 .order_by(actions_t.c.seq))).all()
         return [dict(r._mapping) for r in rows]
 
-    async def commit_batch(self, action_rows: Sequence[dict[str, Any]],
-                           match_updates: Sequence[dict[str, Any]]) -> None:
-        """One transaction for a whole group of log records from many matches (group commit), plus
-        the end-of-match updates (``{"id", "status", "outcome", "ended_at", "version"}``) among them.
-        Raises whatever the driver raises; nothing is committed then."""
+    async def commit_batch(self, groups: Sequence["MatchWrite"]) -> set[str]:
+        """Group commit: one transaction for the log records of many matches (one :class:`MatchWrite`
+        per match, records in ``seq`` order, consecutive).
+
+        Per match, the statement that writes is conditional (the fencing token, issue 9 items 1-2)::
+
+            UPDATE matches SET version = :last [, status, outcome, ended_at]
+            WHERE id = :id AND owner_epoch = :epoch AND version = :first - 1
+
+        A match whose update matches no row is *refused*: its owner epoch changed (another node took
+        it over) or its durable version is not the one its records follow (an earlier record of it
+        failed). Its records are not inserted; every other match's records are inserted and committed
+        in the same transaction. The row lock taken by the update is held to the commit, so a
+        concurrent :meth:`take_match` waits for it (and a write after a take sees the new epoch).
+        Rows are locked in match id order (no deadlock between two writers). On Postgres the checks
+        of the whole batch are one ``UPDATE … FROM unnest(…)`` (the same WHERE per match).
+
+        Returns the ids of the refused matches. Raises whatever the driver raises (nothing is
+        committed then): ``sqlalchemy.exc.IntegrityError`` if an insert still collides."""
+        refused: set[str] = set()
+        ordered: list[MatchWrite] = []
+        for g in sorted(groups, key=lambda g: g.match_id):
+            if not g.rows:
+                continue
+            if g.rows[-1]["seq"] - g.rows[0]["seq"] + 1 != len(g.rows):
+                refused.add(g.match_id)
+            else:
+                ordered.append(g)
         async with self.engine.begin() as conn:
-            if action_rows:
-                await conn.execute(insert(actions_t), list(action_rows))
-            for upd in match_updates:
-                values = {k: v for k, v in upd.items() if k != "id"}
-                await conn.execute(update(matches_t).where(matches_t.c.id == upd["id"]).values(**values))
+            if self.engine.dialect.name == "postgresql":
+                accepted = await self._fence_pg(conn, ordered)
+            else:
+                accepted = set()
+                for g in ordered:
+                    res = await conn.execute(
+                        update(matches_t)
+                        .where(matches_t.c.id == g.match_id, matches_t.c.owner_epoch == g.epoch,
+                               matches_t.c.version == g.rows[0]["seq"] - 1)
+                        .values(version=g.rows[-1]["seq"]))
+                    if res.rowcount == 1:
+                        accepted.add(g.match_id)
+            rows: list[dict[str, Any]] = []
+            for g in ordered:
+                if g.match_id not in accepted:
+                    refused.add(g.match_id)
+                    continue
+                rows.extend(g.rows)
+                if g.update:  # the row is locked by this transaction and its epoch checked above
+                    values = {k: v for k, v in g.update.items() if k not in ("id", "version")}
+                    await conn.execute(update(matches_t).where(matches_t.c.id == g.match_id).values(**values))
+            if rows:
+                await conn.execute(insert(actions_t), rows)
+        return refused
+
+    @staticmethod
+    async def _fence_pg(conn, ordered: list["MatchWrite"]) -> set[str]:
+        """Postgres: lock the batch's match rows in id order (two writers never deadlock), then one
+        ``UPDATE … FROM unnest(…)`` for every match; returns the ids whose update matched. Measured
+        10x faster than one statement per match at 50-400 matches per batch (docs/decisions.md)."""
+        if not ordered:
+            return set()
+        ids = [g.match_id for g in ordered]
+        await conn.execute(_PG_LOCK, {"ids": ids})
+        res = await conn.execute(_PG_FENCE, {
+            "ids": ids, "epochs": [g.epoch for g in ordered],
+            "firsts": [g.rows[0]["seq"] for g in ordered], "lasts": [g.rows[-1]["seq"] for g in ordered]})
+        return {r[0] for r in res}
+
+    async def take_match(self, match_id: str, node_id: str) -> int | None:
+        """Take ownership of a running match in its own committed transaction (before its log is
+        read): ``owner_epoch += 1``, ``owner_node = node_id``. Returns the new epoch (the runner's
+        fencing token), None if the match does not exist or is not running. Waits for a concurrent
+        :meth:`commit_batch` that writes the match (row lock)."""
+        async with self.engine.begin() as conn:
+            res = await conn.execute(
+                update(matches_t).where(matches_t.c.id == match_id, matches_t.c.status == "running")
+                .values(owner_epoch=matches_t.c.owner_epoch + 1, owner_node=node_id)
+                .returning(matches_t.c.owner_epoch))
+            row = res.first()
+        return int(row[0]) if row is not None else None
 
     async def delete_lobby(self, lobby_id: str) -> None:
         async with self.engine.begin() as conn:

@@ -68,15 +68,16 @@ def make_redis_client(redis_url: str) -> Redis:
 
 
 def make_backends(redis_url: str | None, node_id: str, prefix: str = "bannerfall:", *,
-                  poll_interval: float = 0.05) -> Backends:
+                  poll_interval: float = 0.05, claim_seconds: float = 5.0) -> Backends:
     """Local backends when ``redis_url`` is None (embedded mode, one node), else Redis backends
-    sharing one client, all keys under ``prefix`` (see docs/infra.md). Nothing connects until used."""
+    sharing one client, all keys under ``prefix`` (see docs/infra.md). ``claim_seconds``: a claimed
+    deadline's visibility timeout (see :class:`RedisTimers`). Nothing connects until used."""
     if redis_url is None:
         return Backends(mode="local", node_id=node_id, timers=LocalTimers(), pubsub=LocalPubSub(),
                         leases=LocalLeases())
     client = make_redis_client(redis_url)
     leases = RedisLeases(redis_url, prefix, client=client)
     timers = RedisTimers(redis_url, prefix, node_id, poll_interval, client=client,
-                         lease_prefix=leases.key_prefix)
+                         lease_prefix=leases.key_prefix, claim_seconds=claim_seconds)
     pubsub = RedisPubSub(redis_url, prefix, client=client, client_name=f"{prefix}pubsub:{node_id}")
     return Backends(mode="redis", node_id=node_id, timers=timers, pubsub=pubsub, leases=leases, redis=client)

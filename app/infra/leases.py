@@ -45,6 +45,9 @@ class Leases(Protocol):
     async def owner(self, match_id: str) -> str | None:
         """The node holding the lease, None if it is free (or expired)."""
 
+    async def owners(self, match_ids: Iterable[str]) -> dict[str, str | None]:
+        """``owner`` for many matches in one round trip."""
+
     async def close(self) -> None: ...
 
 
@@ -98,6 +101,9 @@ class LocalLeases:
 
     async def owner(self, match_id: str) -> str | None:
         return self._current(match_id)
+
+    async def owners(self, match_ids: Iterable[str]) -> dict[str, str | None]:
+        return {m: self._current(m) for m in match_ids}
 
     async def close(self) -> None:
         return None
@@ -168,7 +174,7 @@ class RedisLeases:
         for start in range(0, len(ids), 1000):
             chunk = ids[start:start + 1000]
             flags = await self._renew(keys=[self.key(m) for m in chunk], args=[node_id, ttl_ms])
-            renewed.update(m for m, flag in zip(chunk, flags) if flag)
+            renewed.update(m for m, flag in zip(chunk, flags, strict=True) if flag)
         return renewed
 
     async def release(self, match_id: str, node_id: str) -> bool:
@@ -177,6 +183,16 @@ class RedisLeases:
     async def owner(self, match_id: str) -> str | None:
         holder = await self._client.get(self.key(match_id))
         return holder.decode() if isinstance(holder, bytes) else holder
+
+    async def owners(self, match_ids: Iterable[str]) -> dict[str, str | None]:
+        """``owner`` of many matches in one round trip (MGET per 1000)."""
+        ids = list(match_ids)
+        out: dict[str, str | None] = {}
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            for m, holder in zip(chunk, await self._client.mget([self.key(m) for m in chunk]), strict=True):
+                out[m] = holder.decode() if isinstance(holder, bytes) else holder
+        return out
 
     async def close(self) -> None:
         if self._own_client:
@@ -215,7 +231,11 @@ class LeaseKeeper:
         return set(self._valid_until)
 
     def holds(self, match_id: str) -> bool:
-        return match_id in self._valid_until
+        """Whether the lease is surely still ours *now*: held and not past its validity on
+        ``time.monotonic()``. A process resumed after a pause (SIGSTOP, a long stall) holds nothing
+        until a renew succeeds, even before the keeper's loop has declared the lease lost."""
+        until = self._valid_until.get(match_id)
+        return until is not None and until > time.monotonic()
 
     async def acquire(self, match_id: str) -> bool:
         """Acquire the lease and keep it alive from now on. True if this node holds it."""
@@ -252,7 +272,8 @@ class LeaseKeeper:
 
     async def renew_now(self) -> set[str]:
         """One renewal round (the loop calls this every ``ttl/3``); returns the ids lost in it."""
-        ids = list(self._valid_until)
+        before = dict(self._valid_until)
+        ids = list(before)
         lost: set[str] = set()
         if ids:
             started = time.monotonic()
@@ -263,8 +284,8 @@ class LeaseKeeper:
                 log.warning("node %s: lease renewal failed (%s)", self.node_id, exc)
             else:
                 for match_id in ids:
-                    if match_id not in self._valid_until:
-                        continue  # released meanwhile
+                    if self._valid_until.get(match_id) != before[match_id]:
+                        continue  # released or acquired again meanwhile: this answer is about the old one
                     if match_id in kept:
                         self._valid_until[match_id] = started + self.ttl - self.margin
                     else:

@@ -3,9 +3,13 @@
 Key ``{prefix}deadlines``: member ``"{match_id}:{phase_id}"``, score = due time in epoch seconds.
 ``schedule`` is ZADD (so scheduling the same phase again moves its deadline), ``cancel`` is ZREM.
 Each node polls the set every ``poll_interval`` seconds, reads the due members, keeps those of
-matches it runs (the ``owns`` filter), and claims them with one Lua script that removes a member only
-if it is still due; a member is removed by exactly one script run, so with any number of nodes
-polling, exactly one node claims, and calls back for, each due entry.
+matches it runs (the ``owns`` filter), and claims them with one Lua script. A claim is a *visibility
+timeout*, not a delete: the script checks that the member is still due and that the match's lease
+``{lease_prefix}{match_id}`` names this node, then moves the member's score to ``now +
+claim_seconds``. So only the lease holder can claim (a resumed old owner cannot swallow a deadline,
+issue 9 item 3), one claim hides the entry from every node for ``claim_seconds``, and a claim that does
+not end in a durable default (the node died, paused, or the commit failed) fires again. The runtime
+removes the member (``cancel``: ZREM) once the phase has ended durably.
 
 Ownership: entries of matches this node does not own are left in the set for their owner. When an
 owner dies its entries stay until the match's new owner takes it over; the new owner rebuilds the
@@ -14,8 +18,8 @@ the same members. An entry no node claims for ``orphan_after`` seconds past its 
 match's leftover deadline, or a match nobody runs) is swept: removed without a callback, and only if
 no lease names an owner for its match (``lease_prefix``), checked in the same Lua script.
 
-A claimed entry is delivered at most once: a node that dies between the claim and the callback loses
-that firing; the runtime's takeover re-arms the deadlines of a match's open phases, which covers it.
+A due entry is delivered at least once per ``claim_seconds`` until its phase ends durably; the
+runtime ignores a firing whose phase has already ended (and cancels the entry then).
 """
 from __future__ import annotations
 
@@ -31,15 +35,25 @@ from app.infra.timers import DueCallback, OwnsFilter
 
 log = logging.getLogger("bannerfall.timers")
 
-# KEYS[1] = the set; ARGV[1] = now (epoch seconds); ARGV[2..] = members. Returns the claimed members.
+# KEYS[1] = the set; ARGV[1] = now (epoch seconds); ARGV[2] = claim (visibility) seconds;
+# ARGV[3] = lease key prefix ('' = no lease check); ARGV[4] = this node's id; ARGV[5..] = members.
+# Returns the claimed members (their scores moved to now + claim seconds).
 _CLAIM = """
 local now = tonumber(ARGV[1])
+local hidden_until = now + tonumber(ARGV[2])
 local claimed = {}
-for i = 2, #ARGV do
+for i = 5, #ARGV do
   local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if score and tonumber(score) <= now then
-    redis.call('ZREM', KEYS[1], ARGV[i])
-    claimed[#claimed + 1] = ARGV[i]
+    local mine = true
+    if ARGV[3] ~= '' then
+      local match_id = string.match(ARGV[i], '^(.*):[^:]*$') or ARGV[i]
+      mine = redis.call('GET', ARGV[3] .. match_id) == ARGV[4]
+    end
+    if mine then
+      redis.call('ZADD', KEYS[1], 'XX', hidden_until, ARGV[i])
+      claimed[#claimed + 1] = ARGV[i]
+    end
   end
 end
 return claimed
@@ -79,8 +93,10 @@ class RedisTimers:
     late, plus one round trip); ``owns``: the ownership filter (also settable later with
     :meth:`set_owns`; None claims every due entry); ``client``: a shared client (else one is made
     from ``redis_url`` and closed by :meth:`stop`); ``orphan_after``: seconds past due after which an
-    unclaimed entry is swept (None: never); ``lease_prefix``: lease key prefix checked by the sweep
-    (see :class:`app.infra.leases.RedisLeases`).
+    unclaimed entry is swept (None: never); ``lease_prefix``: lease key prefix checked by the claim
+    (only the node named by the match's lease claims) and the sweep (see
+    :class:`app.infra.leases.RedisLeases`; None: no lease check); ``claim_seconds``: how long a
+    claimed entry stays hidden before it fires again unless the runtime cancelled it.
 
     ``schedule`` and ``cancel`` never raise for a Redis outage: the write is kept (the latest one per
     member) and retried by the poll loop until Redis answers, so the runtime's fire-and-forget calls
@@ -92,7 +108,11 @@ class RedisTimers:
 
     def __init__(self, redis_url: str, prefix: str, node_id: str, poll_interval: float = 0.05, *,
                  owns: OwnsFilter | None = None, client: Redis | None = None,
-                 orphan_after: float | None = 300.0, lease_prefix: str | None = None) -> None:
+                 orphan_after: float | None = 300.0, lease_prefix: str | None = None,
+                 claim_seconds: float = 5.0) -> None:
+        if not claim_seconds > 0:
+            raise ValueError(f"claim_seconds must be > 0, got {claim_seconds!r}")
+        self.claim_seconds = claim_seconds
         self.redis_url = redis_url
         self.key = f"{prefix}deadlines"
         self.node_id = node_id
@@ -238,15 +258,17 @@ class RedisTimers:
                 match_id, _ = parse_member(member)
                 if self._owns is None or self._owns(match_id):
                     owned.append(member)
-            claimed = await self._claim(keys=[self.key], args=[repr(now), *owned]) if owned else []
+            claimed = await self._claim(keys=[self.key], args=[repr(now), repr(self.claim_seconds),
+                                                               self.lease_prefix or "", self.node_id,
+                                                               *owned]) if owned else []
             for member in claimed:
                 self._fire(*parse_member(member))
             total += len(claimed)
             if len(members) < self.BATCH:
                 break
-            # claimed members left the range; the others (not ours, or claimed elsewhere) stay before
-            # the next page. Entries another node removes meanwhile may shift a few past this page:
-            # the next poll starts again from the first.
+            # claimed members left the range (their scores moved past now); the others (not ours, or
+            # claimed elsewhere) stay before the next page. Entries another node moves meanwhile may
+            # shift a few past this page: the next poll starts again from the first.
             offset += len(members) - len(claimed)
         self.claimed += total
         if self.orphan_after is not None and now >= self._next_sweep:

@@ -6,11 +6,14 @@ reach it through pub/sub.
 - A socket on a node that does not own the match becomes a *link*: its messages are published to
   the owner's channel ``node:{owner}``; on the owner a :class:`RemotePeer` stands for it in the
   runner, and everything the runner pushes to it is published back to ``node:{socket node}``.
-- Every ``lease/2`` seconds each node takes over running matches whose lease is free (their node
-  died), so deadlines fire and bots play even when no player reconnects, and closes links whose
-  match changed owner (code 4503: reconnect and ``resume``).
-- Fencing: if a node lost a lease without noticing, its next log write for that match collides with
-  the new owner's on ``(match_id, seq)`` and fails; the stale runner is then dropped.
+- Every ``takeover_interval`` seconds (0.5 by default) each node takes over running matches whose
+  lease is free (their node died), so deadlines fire and bots play even when no player reconnects,
+  and closes links whose match changed owner (code 4503: reconnect and ``resume``).
+- Fencing: taking a match raises ``matches.owner_epoch`` in the database before its log is read;
+  every log write is conditional on the writer's epoch in the statement that writes
+  (``Repository.commit_batch``). A node that lost a lease without noticing (it was paused) cannot
+  commit anything for the match: its write is refused, its runner dropped, its viewers sent away
+  with ``match_moved``; no other match is touched.
 """
 from __future__ import annotations
 
@@ -128,7 +131,7 @@ class Cluster:
     """This node's view of the cluster. With in-process backends it is a one-node cluster."""
 
     def __init__(self, node_id: str, pubsub: PubSub, keeper: LeaseKeeper, manager, *, lease_seconds: float,
-                 multi_node: bool) -> None:
+                 multi_node: bool, takeover_interval: float | None = None) -> None:
         self.node_id = node_id
         self.pubsub = pubsub
         self.keeper = keeper
@@ -142,6 +145,8 @@ class Cluster:
         self._senders: dict[str, asyncio.Task] = {}
         self._gone: dict[str, None] = {}
         self.takeovers = 0
+        #: seconds between takeover scans (default: lease/4, at least 0.2)
+        self.takeover_interval = takeover_interval or max(0.2, lease_seconds / 4)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -285,27 +290,47 @@ class Cluster:
     # ------------------------------------------------------------------ failover
     async def _watch(self) -> None:
         while True:
-            await asyncio.sleep(max(0.2, self.lease_seconds / 2))
+            await asyncio.sleep(self.takeover_interval)
             try:
                 await self.takeover_orphans()
                 await self._check_links()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("cluster watch round failed")
+            except (OSError, ConnectionError, TimeoutError) as exc:  # an engine is down: one line
+                log.warning("cluster watch round failed: %s", type(exc).__name__)
+            except Exception as exc:
+                from redis.exceptions import RedisError
+                from sqlalchemy.exc import DBAPIError
+
+                if isinstance(exc, (RedisError, DBAPIError)):
+                    log.warning("cluster watch round failed: %s", type(exc).__name__)
+                else:
+                    log.exception("cluster watch round failed")
 
     async def takeover_orphans(self) -> int:
-        """Own every running match whose lease is free (its node died); returns how many."""
+        """Own every running match whose lease is free (its node died, or Redis lost its keys) or
+        already ours without a live runner (an earlier load failed); returns how many were loaded.
+        One query for the running ids, one MGET for their lease holders."""
+        candidates = [m for m in await self.manager.repo.running_match_ids() if m not in self.manager.runners]
+        if not candidates:
+            return 0
+        owners = await self.keeper.leases.owners(candidates)
         taken = 0
-        for match_id in await self.manager.repo.running_match_ids():
-            if match_id in self.manager.runners:
+        for match_id in candidates:
+            if owners.get(match_id) not in (None, self.node_id) or match_id in self.manager.runners:
                 continue
-            if await self.keeper.leases.owner(match_id) is None and await self.keeper.acquire(match_id):
+            if not await self.keeper.acquire(match_id):
+                continue
+            try:
                 runner = await self.manager.load(match_id, owned=True)
-                if runner is not None:
-                    taken += 1
-                    self.takeovers += 1
-                    log.info("node %s took over match %s", self.node_id, match_id)
+            except Exception:
+                log.exception("node %s could not take over match %s; retrying at the next scan",
+                              self.node_id, match_id)
+                continue
+            if runner is not None and match_id in self.manager.runners:
+                taken += 1
+                self.takeovers += 1
+                log.info("node %s took over match %s", self.node_id, match_id)
         return taken
 
     async def _check_links(self) -> None:

@@ -2,30 +2,69 @@
 
 A match hands each accepted action to :meth:`LogWriter.submit` synchronously, in order; the writer
 commits whatever has queued while the previous commit was in flight (plus up to ``window_ms`` of
-company), then resolves the records' futures in submission order. Acks and views go out only from
+company), then resolves the records' callbacks in submission order. Acks and views go out only from
 those callbacks, so nothing is acknowledged before it is durable. One commit serves many actions:
 Postgres here tops out near 800 commits/s, not 800 actions/s.
+
+Faults (issue 9 items 1-2): each record belongs to a *stream* (its match's runner) holding the
+runner's fencing ``epoch``. Every write is conditional per match in the database
+(:meth:`app.db.repo.Repository.commit_batch`): a stale owner's records are refused with
+:class:`Fenced` while the other matches of the batch commit. Once a record of a stream failed, the
+stream is marked ``log_failed`` and none of its later records is written (they fail with
+:class:`StreamFailed`), so a match's log never has a gap. Transient errors are retried for
+``retry_seconds``; then only the matches of that batch fail. An insert that still fails on a
+constraint is retried match by match, so one match's failure never touches another's.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from app.db.repo import Repository
+from app.db.repo import MatchWrite, Repository
 
 log = logging.getLogger("bannerfall.log")
 
 
+class LogWriteError(Exception):
+    """A log record was not written (the base of the typed errors handed to ``on_durable``)."""
+
+
+class Fenced(LogWriteError):
+    """The match's ``owner_epoch`` (or durable version) is not the writer's: another node took the
+    match over, or an earlier record of it failed. Nothing of this match was written."""
+
+
+class StreamFailed(LogWriteError):
+    """An earlier record of the same match failed; this one was dropped without being written."""
+
+
+class LogStream(Protocol):
+    """The writer of one match (a :class:`app.runtime.match.MatchRunner`)."""
+
+    match_id: str
+    #: the fencing token the runner got when it took the match (None: never writes)
+    epoch: int | None
+    #: set by the log writer once a record of this stream failed
+    log_failed: bool
+
+    # optional: ``may_write() -> bool``, checked before each commit attempt (a valid lease); a
+    # stream that may not write fails with Fenced without being written
+
+
 @dataclass(slots=True)
 class LogRecord:
+    stream: LogStream
     row: dict[str, Any]
     match_update: dict[str, Any] | None
     on_durable: Callable[[BaseException | None], None]
+    #: ``time.monotonic()`` at submit: a record's retries end ``retry_seconds`` after it was queued
+    submitted: float = 0.0
 
 
 @dataclass
@@ -33,11 +72,18 @@ class LogWriterStats:
     commits: int = 0
     records: int = 0
     failures: int = 0
+    #: records refused by the fencing check (stale owner or out of sequence)
+    fenced: int = 0
+    #: records dropped because an earlier record of their match failed
+    dropped: int = 0
     last_batch: int = 0
     batch_sizes: deque = field(default_factory=lambda: deque(maxlen=1000))
 
 
 class LogWriter:
+    """``retry_seconds``: how long a batch is retried on transient database errors before its
+    matches fail (``BANNERFALL_COMMIT_RETRY_SECONDS``)."""
+
     def __init__(self, repo: Repository, *, window_ms: float = 0.0, max_batch: int = 2000,
                  retry_seconds: float = 10.0) -> None:
         self.repo = repo
@@ -49,6 +95,8 @@ class LogWriter:
         self._task: asyncio.Task | None = None
         self._closing = False
         self.stats = LogWriterStats()
+        #: whether the last commit attempt failed on a transient error (readiness, metrics)
+        self.unhealthy = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="log-writer")
@@ -64,11 +112,13 @@ class LogWriter:
     def pending(self) -> int:
         return len(self._queue)
 
-    def submit(self, row: dict[str, Any], match_update: dict[str, Any] | None,
+    def submit(self, stream: LogStream, row: dict[str, Any], match_update: dict[str, Any] | None,
                on_durable: Callable[[BaseException | None], None]) -> None:
-        """Queue one log row; ``on_durable(None)`` runs after its commit, ``on_durable(exc)`` if the
-        commit failed for good (the caller must then rebuild its match from the log)."""
-        self._queue.append(LogRecord(row, match_update, on_durable))
+        """Queue one log row of ``stream``'s match; ``on_durable(None)`` runs after its commit,
+        ``on_durable(exc)`` if it was not written: :class:`Fenced`, :class:`StreamFailed`, or the
+        database error that outlived the retries (the caller must then drop its runner; the match
+        is rebuilt from its durable log)."""
+        self._queue.append(LogRecord(stream, row, match_update, on_durable, time.monotonic()))
         self._wakeup.set()
 
     async def _run(self) -> None:
@@ -82,21 +132,18 @@ class LogWriter:
             if self.window and len(self._queue) < self.max_batch and not self._closing:
                 await asyncio.sleep(self.window)
             batch: list[LogRecord] = []
+            dropped: list[LogRecord] = []
             while self._queue and len(batch) < self.max_batch:
-                batch.append(self._queue.popleft())
-            error: BaseException | None = None
-            try:
-                await self._commit(batch)
-            except Exception as exc:  # storage down for good: tell every match in the batch
-                log.error("log commit failed for %d records: %s", len(batch), type(exc).__name__)
-                self.stats.failures += 1
-                error = exc
-            else:
-                self.stats.commits += 1
-                self.stats.records += len(batch)
-                self.stats.last_batch = len(batch)
-                self.stats.batch_sizes.append(len(batch))
-            for i, record in enumerate(batch):
+                record = self._queue.popleft()
+                (dropped if record.stream.log_failed else batch).append(record)
+            results: dict[str, BaseException | None] = {}
+            if batch:
+                results = await self._commit(batch)
+            self.stats.dropped += len(dropped)
+            done: list[tuple[LogRecord, BaseException | None]] = [
+                (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
+            done += [(r, results.get(r.stream.match_id)) for r in batch]
+            for i, (record, error) in enumerate(done):
                 try:
                     record.on_durable(error)
                 except Exception:  # a callback must never stop the writer
@@ -104,17 +151,96 @@ class LogWriter:
                 if i % 32 == 31:
                     await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
 
-    async def _commit(self, batch: list[LogRecord]) -> None:
-        rows = [r.row for r in batch]
-        updates = [r.match_update for r in batch if r.match_update]
+    async def _commit(self, batch: list[LogRecord]) -> dict[str, BaseException | None]:
+        """Write ``batch``; returns the error of each match that failed (absent: committed). Marks
+        the failed matches' streams ``log_failed`` before any callback runs."""
+        groups: dict[int, tuple[LogStream, MatchWrite]] = {}
+        for record in batch:
+            stream = record.stream
+            entry = groups.get(id(stream))
+            if entry is None:
+                entry = groups[id(stream)] = (stream, MatchWrite(stream.match_id, stream.epoch or 0, []))
+            entry[1].rows.append(record.row)
+            if record.match_update:
+                entry[1].update = record.match_update
+        writes = [w for _, w in groups.values()]
+        errors: dict[str, BaseException | None] = {}
+        # every record is answered within retry_seconds of its submit (plus one attempt), also when
+        # it queued behind a batch that spent its own retries: the budget counts from the oldest
+        budget = self.retry_seconds - (time.monotonic() - min(r.submitted for r in batch))
+        streams = {w.match_id: s for s, w in groups.values()}
+        try:
+            refused = await self._with_retries(writes, budget, streams)
+        except Exception as exc:
+            from sqlalchemy.exc import IntegrityError
+
+            if not isinstance(exc, IntegrityError):
+                log.error("log commit failed for %d records of %d matches: %s", len(batch), len(writes),
+                          type(exc).__name__)
+                errors = {w.match_id: exc for w in writes}
+                refused = set()
+            else:  # one match's rows collide: write match by match so the others are not touched
+                log.error("log commit hit a constraint (%s); writing match by match", type(exc).__name__)
+                refused = set()
+                for w in writes:
+                    try:
+                        refused |= await self._with_retries([w], 0.0, streams)
+                    except Exception as one:
+                        errors[w.match_id] = one
+        for match_id in refused:
+            errors[match_id] = Fenced(f"match {match_id}: owner epoch or version changed; not written")
+        failed_records = 0
+        for stream, w in groups.values():
+            if w.match_id in errors:
+                stream.log_failed = True
+                failed_records += len(w.rows)
+                if isinstance(errors[w.match_id], Fenced):
+                    self.stats.fenced += len(w.rows)
+        if errors:
+            self.stats.failures += 1
+        written = len(batch) - failed_records
+        if written:
+            self.stats.commits += 1
+            self.stats.records += written
+            self.stats.last_batch = written
+            self.stats.batch_sizes.append(written)
+        return errors
+
+    async def _with_retries(self, writes: list[MatchWrite], budget: float,
+                            streams: dict[str, LogStream] | None = None) -> set[str]:
+        """``commit_batch`` retried on transient errors for ``budget`` seconds (at least one
+        attempt); each attempt is bounded too, so a database that hangs instead of refusing is
+        treated as down (a retry after an attempt whose commit did land is refused by the version
+        check, never applied twice)."""
+        attempt_timeout = max(2.0, self.retry_seconds)
+        ends = time.monotonic() + max(0.0, budget)
+        backoff = wait_exponential(multiplier=0.05, max=2.0)
+
+        def wait(state) -> float:  # the last attempt is at the end of the budget, not past it
+            return max(0.0, min(backoff(state), ends - time.monotonic()))
+
         async for attempt in AsyncRetrying(
-            stop=stop_after_delay(self.retry_seconds),
-            wait=wait_exponential(multiplier=0.05, max=2.0),
+            stop=stop_after_delay(max(0.0, budget)),
+            wait=wait,
             retry=retry_if_exception_type((OSError, ConnectionError, TimeoutError)) | _retry_db_errors(),
             reraise=True,
         ):
             with attempt:
-                await self.repo.commit_batch(rows, updates)
+                lapsed = {w.match_id for w in writes if not _may_write((streams or {}).get(w.match_id))}
+                try:
+                    refused = await asyncio.wait_for(
+                        self.repo.commit_batch([w for w in writes if w.match_id not in lapsed]), attempt_timeout)
+                except Exception:
+                    self.unhealthy = True
+                    raise
+                self.unhealthy = False
+                return refused | lapsed
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _may_write(stream: LogStream | None) -> bool:
+    check = getattr(stream, "may_write", None)
+    return check is None or bool(check())
 
 
 def _retry_db_errors():

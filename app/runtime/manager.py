@@ -1,5 +1,11 @@
 """The node's match runtime: loads live matches (replaying their logs), routes deadlines to them,
-creates matches from lobbies, and keeps bots playing."""
+creates matches from lobbies, and keeps bots playing.
+
+Taking a running match (creation, load after claiming its lease, takeover) first raises its
+fencing token ``matches.owner_epoch`` in its own committed transaction, and only then reads the
+log; the runner writes with that epoch (see :mod:`app.runtime.logwriter`). A runner whose write
+failed is dropped, and a background task rebuilds the match from its durable log with backoff until
+it runs again here or on another node (issue 9 item 1)."""
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +18,7 @@ from typing import Any, Callable
 
 from app.db.repo import Repository
 from app.games import registry
-from app.games.base import seed_commitment
+from app.games.base import IllegalAction, seed_commitment
 from app.infra.timers import Timers
 from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner
@@ -27,15 +33,29 @@ class MatchManager:
 
     FINISHED_CACHE = 64
 
+    #: recovery backoff after a failed runner: first delay and cap, seconds
+    RECOVERY_FIRST = 0.2
+    RECOVERY_MAX = 5.0
+    #: how long a remote abort waits for the owner's abort to be durable, seconds
+    REMOTE_ABORT_WAIT = 10.0
+
     def __init__(self, repo: Repository, log_writer: LogWriter, timers: Timers, *,
-                 on_match_started: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.cluster = None  # set by the app: app.runtime.cluster.Cluster
+                 on_match_started: Callable[[dict[str, Any]], None] | None = None,
+                 node_id: str = "local") -> None:
+        self.cluster: Any = None  # set by the app: app.runtime.cluster.Cluster
+        self.node_id = node_id
         self.repo = repo
         self.log_writer = log_writer
         self.timers = timers
         self.runners: dict[str, MatchRunner] = {}
         self._finished: OrderedDict[str, MatchRunner] = OrderedDict()
-        self._loading: dict[str, asyncio.Lock] = {}
+        #: match id -> [lock, users]; an entry lives only while someone loads the match
+        self._loading: dict[str, list[Any]] = {}
+        #: matches whose recovery task is running
+        self._recovering: set[str] = set()
+        #: runners rebuilt after a failure (metrics, tests)
+        self.recoveries = 0
+        self._stopping = False
         self.on_match_started = on_match_started
         self.deadlines_fired = 0
         #: called with the lag in seconds of each deadline that applied defaults (metrics)
@@ -48,7 +68,7 @@ class MatchManager:
         self.timers.set_callback(self._on_due)
         set_owns = getattr(self.timers, "set_owns", None)
         if set_owns is not None:
-            set_owns(lambda match_id: match_id in self.runners)
+            set_owns(self.owns)
         await self.timers.start()
         for match_id in await self.repo.running_match_ids():
             try:
@@ -56,7 +76,23 @@ class MatchManager:
             except Exception:
                 log.exception("could not recover match %s", match_id)
 
+    def owns(self, match_id: str) -> bool:
+        """Whether this node may fire the match's deadlines now: it runs the match and holds a
+        lease that is valid on the monotonic clock (issue 9 item 3)."""
+        if match_id not in self.runners:
+            return False
+        # one node (local timers drop what they may not fire): the runner itself re-arms a deadline
+        # it refuses for want of a lease
+        return self.cluster is None or not self.cluster.multi_node or self.cluster.keeper.holds(match_id)
+
+    def _holds_lease(self, match_id: str) -> Callable[[], bool] | None:
+        if self.cluster is None:
+            return None
+        keeper = self.cluster.keeper
+        return lambda: keeper.holds(match_id)
+
     async def stop(self) -> None:
+        self._stopping = True
         await self.timers.stop()
         for task in list(self._tasks):
             task.cancel()
@@ -84,36 +120,64 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner
-        lock = self._loading.setdefault(match_id, asyncio.Lock())
-        async with lock:
-            runner = self._cached(match_id)
-            if runner is not None:
-                return runner
-            match = await self.repo.match(match_id)
-            if match is None or match["game"] not in registry():
-                return None
-            if match["status"] == "running" and self.cluster is not None and not owned:
+        entry = self._loading.get(match_id)
+        if entry is None:
+            entry = self._loading[match_id] = [asyncio.Lock(), 0]
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                return await self._load_locked(match_id, owned)
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0 and self._loading.get(match_id) is entry:
+                del self._loading[match_id]
+
+    async def _load_locked(self, match_id: str, owned: bool) -> MatchRunner | None:
+        runner = self._cached(match_id)
+        if runner is not None:
+            return runner
+        match = await self.repo.match(match_id)
+        if match is None or match["game"] not in registry():
+            return None
+        epoch = None
+        if match["status"] == "running":
+            if self.cluster is not None and not owned:
                 claimed, _owner = await self.cluster.claim(match_id)
                 if not claimed:
                     return None
+            try:
+                # the fencing token, committed before the log is read: a stale owner can write no more
+                epoch = await self.repo.take_match(match_id, self.node_id)
+                if epoch is None:  # ended meanwhile
+                    match = await self.repo.match(match_id)
+                    if match is None:
+                        return None
+                    if self.cluster is not None:
+                        self._spawn(self.cluster.release(match_id))
+                runner = await self._rebuild(match, epoch=epoch)
+            except BaseException:
+                if self.cluster is not None:  # let any node (this one included) try again
+                    self._spawn(self.cluster.release(match_id))
+                raise
+        else:
             runner = await self._rebuild(match)
-            if match["status"] == "running":
-                if runner.outcome is not None:  # ended in memory but the final update was lost
-                    runner.status = "finished"
-                self.runners[match_id] = runner
-                for phase_id, due in runner.deadlines.items():
-                    if any(p.phase_id == phase_id for p in runner.prompts):
-                        self._schedule(match_id, phase_id, due)
-                if self.on_match_started:
-                    self.on_match_started(runner.meta)
-            else:
-                self._remember_finished(runner)
-            return runner
+        if match["status"] == "running":
+            if runner.outcome is not None:  # ended in memory but the final update was lost
+                runner.status = "finished"
+            self.runners[match_id] = runner
+            for phase_id, due in runner.deadlines.items():
+                if any(p.phase_id == phase_id for p in runner.prompts):
+                    self._schedule(match_id, phase_id, due)
+            if self.on_match_started:
+                self.on_match_started(runner.meta)
+        else:
+            self._remember_finished(runner)
+        return runner
 
     def _cached(self, match_id: str) -> MatchRunner | None:
         return self.runners.get(match_id) or self._finished.get(match_id)
 
-    async def _rebuild(self, match: dict[str, Any]) -> MatchRunner:
+    async def _rebuild(self, match: dict[str, Any], *, epoch: int | None = None) -> MatchRunner:
         actions = await self.repo.actions(match["id"])
         result = replay(match, actions, keep_events=MatchRunner.HISTORY)
         deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
@@ -121,7 +185,8 @@ class MatchManager:
             match=match, game=result.game, state=result.state, version=result.version,
             log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
             on_finished=self._finished_cb, history=result.history, client_seqs=result.client_seqs,
-            status=match["status"], cancel=self._cancel,
+            status=match["status"], cancel=self._cancel, epoch=epoch, phase_starts=result.phase_starts,
+            holds_lease=self._holds_lease(match["id"]),
         )
 
     async def snapshot(self, match_id: str) -> MatchRunner | None:
@@ -138,14 +203,37 @@ class MatchManager:
         return await self._rebuild(match)
 
     async def abort(self, match_id: str, reason: str, by: str | None) -> MatchRunner | None:
-        """Abort a running match wherever it runs. Raises IllegalAction ``match_over`` if it is not running."""
+        """Abort a running match wherever it runs; returns once the abort record is durable (the
+        runner, or a read-only rebuild when another node ran it). None if there is no such match.
+        Raises IllegalAction ``match_over`` if it is not running, ``storage_unavailable`` if the
+        abort could not be written (the match then goes on, rebuilt from its log), and for a
+        remote owner ``abort_pending`` if its abort is not durable within ``REMOTE_ABORT_WAIT``."""
         runner, owner = await self.locate(match_id)
         if runner is None and owner is None:
             return None
         if runner is None:
             self.cluster.send(owner, {"k": "abort", "m": match_id, "reason": reason, "by": by})
-            return await self.snapshot(match_id)
-        runner.abort(reason, by)
+            deadline = time.monotonic() + self.REMOTE_ABORT_WAIT
+            delay = 0.02
+            while time.monotonic() < deadline:
+                match = await self.repo.match(match_id)
+                if match is None:
+                    return None
+                if match["status"] != "running":
+                    return await self.snapshot(match_id)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.25)
+            raise IllegalAction("abort_pending", "the node running the match did not confirm the abort in time")
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_done(exc: BaseException | None) -> None:
+            if not done.done():
+                done.set_result(exc)
+
+        runner.abort(reason, by, on_done)
+        exc = await done
+        if exc is not None:
+            raise IllegalAction("storage_unavailable", "the abort could not be saved; try again")
         return runner
 
     def _remember_finished(self, runner: MatchRunner) -> None:
@@ -161,8 +249,44 @@ class MatchManager:
             self._remember_finished(runner)
             if self.on_match_ended is not None:
                 self.on_match_ended(runner.meta)
-        if self.cluster is not None:
+        if self.cluster is not None and runner.failure != "fenced":
             self._spawn(self.cluster.release(runner.match_id))
+        if runner.failed:
+            self.recover(runner.match_id)
+
+    def recover(self, match_id: str) -> None:
+        """Rebuild a dropped match from its durable log in the background, with backoff (0.2 s
+        doubling to 5 s), until it runs here again, runs on another node, or is no longer running.
+        Its deadlines are re-armed by the load. At most one task per match."""
+        if match_id in self._recovering or self._stopping:
+            return
+        self._recovering.add(match_id)
+        self._spawn(self._recover(match_id))
+
+    async def _recover(self, match_id: str) -> None:
+        delay = self.RECOVERY_FIRST
+        try:
+            while not self._stopping:
+                await asyncio.sleep(delay)
+                if match_id in self.runners:
+                    return
+                try:
+                    match = await self.repo.match(match_id)
+                    if match is None or match["status"] != "running":
+                        return
+                    runner, owner = await self.locate(match_id)
+                    if runner is not None or owner is not None:
+                        if runner is not None:
+                            self.recoveries += 1
+                            log.info("match %s rebuilt from its durable log at version %d",
+                                     match_id, runner.durable_version)
+                        return
+                except Exception as exc:
+                    log.warning("match %s not recovered yet (%s); retrying in %.1f s",
+                                match_id, type(exc).__name__, delay)
+                delay = min(delay * 2, self.RECOVERY_MAX)
+        finally:
+            self._recovering.discard(match_id)
 
     def lease_lost(self, match_id: str) -> None:
         """Another node may run this match now: drop it here and send its viewers away to reconnect."""
@@ -170,6 +294,8 @@ class MatchManager:
         if runner is None:
             return
         runner.failed = True
+        if self.cluster is None or not self.cluster.multi_node:
+            self.recover(match_id)  # no other node will: take it back once the lease is free
         from app.runtime.cluster import CLOSE_MOVED
 
         text = encode(error("match_moved", "the match moved to another node; reconnect and resume"))
@@ -221,6 +347,9 @@ class MatchManager:
         runner = self.runners.get(match_id)
         if runner is None:
             return
+        if phase_id not in runner.deadlines and all(p["phase_id"] != phase_id for p in runner.durable_prompts):
+            self._cancel(match_id, phase_id)  # the phase ended durably: its entry must not fire again
+            return
         due = runner.deadlines.get(phase_id)
         applied = runner.deadline(phase_id)
         if applied:
@@ -230,12 +359,17 @@ class MatchManager:
 
     # ------------------------------------------------------------------ creating
     async def create_match(self, game_id: str, options: dict[str, Any], seats: list[dict[str, Any]],
-                           *, lobby_id: str | None = None, seed: bytes | None = None) -> MatchRunner:
+                           *, lobby_id: str | None = None, seed: bytes | None = None,
+                           check_seats: Callable[[list[dict[str, Any]]], None] | None = None) -> MatchRunner:
         """Start a match: a fresh 32-byte seed (its SHA-256 public), the initial state, deadlines armed.
         ``seats``: by seat, ``{"player_id", "name", "bot"}``; with ``lobby_id`` they are read again
         under the lobby's lock (``Repository.start_lobby_match``). Raises LookupError
         (``LobbyRefused``) if the lobby is no longer open or has an empty seat, KeyError for an
-        unknown game."""
+        unknown game. ``check_seats(lobby_seats)`` runs under the lobby's lock and may refuse
+        (``LobbyRefused``): the options were computed from the seats read before it.
+
+        The lease is taken before the match row exists, so no other node's takeover scan can take a
+        match that is still being created."""
         game = registry()[game_id]
         seed = seed or secrets.token_bytes(32)
         opts = game.Options.model_validate(options)
@@ -245,22 +379,31 @@ class MatchManager:
         deadlines: dict[int, float] = {}
         for p in prompts:
             deadlines[p.phase_id] = max(deadlines.get(p.phase_id, 0.0), now + p.deadline_seconds)
-        match = {
+        match: dict[str, Any] = {
             "id": uuid.uuid4().hex, "game": game_id, "options": opts.model_dump(mode="json"),
             "seat_count": len(seats), "seats": seats, "seed": seed.hex(), "seed_hash": seed_commitment(seed),
             "status": "running", "lobby_id": lobby_id, "deadlines": {str(k): v for k, v in deadlines.items()},
             "outcome": None, "version": 0, "created_at": now, "ended_at": None,
+            "owner_epoch": 1, "owner_node": self.node_id,
         }
-        if lobby_id is None:
-            await self.repo.create_match(match)
-        else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
-            base = match
-            match = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked})
         if self.cluster is not None:
-            await self.cluster.claim(match["id"])
+            owned, _owner = await self.cluster.claim(match["id"])
+            if not owned:  # a fresh random id: only a broken lease store gets here
+                raise RuntimeError(f"could not take the lease of new match {match['id']}")
+        try:
+            if lobby_id is None:
+                await self.repo.create_match(match)
+            else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
+                base = match
+                match = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
+                                                          check_seats)
+        except BaseException:
+            if self.cluster is not None:
+                await self.cluster.release(match["id"])
+            raise
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,
                              deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb,
-                             cancel=self._cancel)
+                             cancel=self._cancel, epoch=1, holds_lease=self._holds_lease(match["id"]))
         self.runners[match["id"]] = runner
         for phase_id, due in deadlines.items():
             self._schedule(match["id"], phase_id, due)

@@ -54,7 +54,9 @@ class MatchRunner:
                  schedule: Callable[[str, int, float], None], on_finished: Callable[["MatchRunner"], None],
                  history: list[tuple[int, list[Event]]] | None = None,
                  client_seqs: dict[int, dict[int, int]] | None = None, now: Callable[[], float] = time.time,
-                 status: str = "running", cancel: Callable[[str, int], None] | None = None) -> None:
+                 status: str = "running", cancel: Callable[[str, int], None] | None = None,
+                 epoch: int | None = None, phase_starts: Mapping[int, int] | None = None,
+                 holds_lease: Callable[[], bool] | None = None) -> None:
         self.match_id: str = match["id"]
         self.meta = dict(match)
         self.game = game
@@ -74,7 +76,18 @@ class MatchRunner:
         self.history: deque[tuple[int, list[Event]]] = deque(history or (), maxlen=self.HISTORY)
         self.prompts: list[Prompt] = game.prompts(state) if status == "running" else []
         self.deadlines: dict[int, float] = dict(deadlines or {})
-        self._phase_start: dict[int, int] = {p.phase_id: version for p in self.prompts}
+        #: phase id -> the version at which it started (the stale rule; survives rebuilds: replay
+        #: derives it from the log, issue 9 item 4)
+        self._phase_start: dict[int, int] = {p.phase_id: (phase_starts or {}).get(p.phase_id, version)
+                                             for p in self.prompts}
+        #: the fencing token this runner writes with (``matches.owner_epoch`` when it took the match)
+        self.epoch = epoch
+        #: set by the log writer once a record of this match failed: nothing more of it is written
+        self.log_failed = False
+        #: whether this node may act for the match now (a valid lease); None: always
+        self._holds_lease = holds_lease
+        #: why the runner was dropped: None, "storage" (a write failed) or "fenced" (stale owner)
+        self.failure: str | None = None
         # seat -> client_seq -> reply dict (or None while waiting for the commit)
         self._recent: dict[int, OrderedDict[int, dict | None]] = {}
         self._waiters: dict[tuple[int, int], list[Peer]] = {}
@@ -87,6 +100,12 @@ class MatchRunner:
         self.durable_status = status
         self.failed = False
         self._pending_phase: dict[int, int] = {}
+
+    def may_write(self) -> bool:
+        """Whether this node may change the match now: its lease is valid (always, without a
+        lease check). Checked by ``act``, ``deadline``, ``abort`` and by the log writer before each
+        commit attempt, so a node that woke up after its lease ran out writes nothing."""
+        return self._holds_lease is None or self._holds_lease()
 
     # ------------------------------------------------------------------ viewers
     def attach(self, peer: Peer, *, since_version: int | None = None) -> None:
@@ -185,6 +204,15 @@ class MatchRunner:
         if self.status != "running" or self.failed:
             peer.push(encode(error("match_over", "the match is not running", seq=client_seq)))
             return
+        if not self.may_write():
+            # no valid lease (this node was paused, or cannot reach Redis): another node may run the
+            # match now; nothing is applied here (issue 9 item 2)
+            from app.runtime.cluster import CLOSE_MOVED
+
+            peer.push(encode(error("match_moved", "the match moved to another node; reconnect and resume",
+                                   seq=client_seq)))
+            peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
+            return
         if version is not None:
             if not isinstance(version, int) or isinstance(version, bool) or version > self.version:
                 peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
@@ -209,6 +237,12 @@ class MatchRunner:
         has not submitted, in seat order. Does nothing if the phase has ended (idempotent).
         Returns how many defaults were applied."""
         if self.status != "running" or self.failed:
+            return 0
+        if not self.may_write():
+            # no valid lease (e.g. this process was paused): another node may run the match now
+            # (the lease may come back at the next renew, or the new owner re-arms the deadline)
+            log.warning("deadline of match %s phase %s refused: no valid lease", self.match_id, phase_id)
+            self._schedule(self.match_id, phase_id, max(self.deadlines.get(phase_id, 0.0), self._now() + 0.5))
             return 0
         applied = 0
         for _ in range(64):
@@ -238,7 +272,8 @@ class MatchRunner:
         except Exception:
             log.exception("engine error in match %s (action type %r)", self.match_id,
                           action.get("type") if isinstance(action, dict) else None)
-            raise IllegalAction("internal_error", "the server could not apply this action; nothing changed")
+            raise IllegalAction("internal_error",
+                                "the server could not apply this action; nothing changed") from None
         self.state = new_state
         self.version += 1
         version = self.version
@@ -305,7 +340,7 @@ class MatchRunner:
             if status != "running" and version == self.version:
                 self._finish()
 
-        self.log_writer.submit(row, match_update, on_durable)
+        self.log_writer.submit(self, row, match_update, on_durable)
 
     def _broadcast(self, state: Any, version: int, events: list[Event], prompts: list[dict[str, Any]],
                    status: str) -> None:
@@ -334,10 +369,17 @@ class MatchRunner:
         msg["status"] = status
         return msg
 
-    def abort(self, reason: str, by: str | None) -> None:
-        """An admin ends the match: logged as an ``abort`` record; viewers get ``ended``."""
-        if self.status != "running":
+    def abort(self, reason: str, by: str | None,
+              on_done: Callable[[BaseException | None], None] | None = None) -> None:
+        """An admin ends the match: logged as an ``abort`` record; viewers get ``ended``. Once the
+        record is durable the open phases' deadlines are cancelled (issue 9 item 12) and
+        ``on_done(None)`` runs; ``on_done(exc)`` if the record could not be written.
+        Raises IllegalAction ``match_over`` if the match is not running."""
+        if self.status != "running" or self.failed:
             raise IllegalAction("match_over", "the match is not running")
+        if not self.may_write():
+            raise IllegalAction("match_moved", "this node does not hold the match's lease now; try again")
+        open_phases = list(self.deadlines)
         self.version += 1
         version = self.version
         now = self._now()
@@ -354,13 +396,20 @@ class MatchRunner:
         def on_durable(exc: BaseException | None) -> None:
             if exc is not None:
                 self._storage_failed(exc)
+                if on_done is not None:
+                    on_done(exc)
                 return
             self.durable_version = version
             self.durable_status = "aborted"
             self.durable_prompts = []
+            if self._cancel is not None:
+                for phase_id in open_phases:
+                    self._cancel(self.match_id, phase_id)
             self._finish()
+            if on_done is not None:
+                on_done(None)
 
-        self.log_writer.submit(row, update, on_durable)
+        self.log_writer.submit(self, row, update, on_durable)
 
     def _finish(self) -> None:
         self.meta["status"] = self.status
@@ -373,11 +422,25 @@ class MatchRunner:
         self._on_finished(self)
 
     def _storage_failed(self, exc: BaseException) -> None:
+        """A record of this match was not written: drop the runner (nothing more of it is written,
+        see :class:`app.runtime.logwriter.LogWriter`); viewers are told and closed. The manager
+        rebuilds the match from its durable log (or another node runs it: ``Fenced``)."""
         if self.failed:
             return
+        from app.runtime.logwriter import Fenced
+
         self.failed = True
-        text = encode(error("storage_unavailable", "the match could not be saved; reconnect to resume"))
+        if isinstance(exc, Fenced):
+            from app.runtime.cluster import CLOSE_MOVED
+
+            self.failure = "fenced"
+            text = encode(error("match_moved", "the match moved to another node; reconnect and resume"))
+            code, reason = CLOSE_MOVED, "the match moved; reconnect and resume"
+        else:
+            self.failure = "storage"
+            text = encode(error("storage_unavailable", "the match could not be saved; reconnect to resume"))
+            code, reason = 1011, "storage unavailable"
         for peer in list(self.peers):
             peer.push(text)
-            peer.close(1011, "storage unavailable")
+            peer.close(code, reason)
         self._on_finished(self)

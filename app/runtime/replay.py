@@ -18,6 +18,10 @@ class Replayed:
     #: per seat: client_seq -> version, for the dedupe cache after a restart
     client_seqs: dict[int, dict[int, int]] = field(default_factory=dict)
     last_deadlines: dict[str, float] | None = None
+    #: phase id -> the version at which each phase open at the end started (the stale rule):
+    #: where the phase id first appears in the rows' ``deadlines`` in the run that reaches the end;
+    #: 0 for phases of the match's initial deadlines
+    phase_starts: dict[int, int] = field(default_factory=dict)
 
 
 class ReplayMismatch(Exception):
@@ -38,6 +42,7 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
     game = registry()[match["game"]]
     state = initial_state(game, match)
     out = Replayed(game=game, state=state, version=0, last_deadlines=match.get("deadlines"))
+    out.phase_starts = {int(k): 0 for k in (match.get("deadlines") or {})}
     for row in actions:
         if until is not None and row["seq"] > until:
             break
@@ -46,6 +51,7 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
         if row["kind"] == "abort":
             out.version = row["seq"]
             out.last_deadlines = row["deadlines"]
+            out.phase_starts = _starts(out.phase_starts, row)
             continue
         try:
             state, events = game.apply(state, row["seat"], row["action"])
@@ -53,6 +59,7 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
             raise ReplayMismatch(f"seq {row['seq']}: {exc.code}: {exc.message}") from exc
         out.version = row["seq"]
         out.last_deadlines = row["deadlines"]
+        out.phase_starts = _starts(out.phase_starts, row)
         if row.get("client_seq") is not None and row["seat"] is not None:
             out.client_seqs.setdefault(row["seat"], {})[row["client_seq"]] = row["seq"]
         out.history.append((row["seq"], events))
@@ -60,6 +67,10 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
             del out.history[: len(out.history) - keep_events]
     out.state = state
     return out
+
+
+def _starts(before: dict[int, int], row: dict[str, Any]) -> dict[int, int]:
+    return {int(k): before.get(int(k), row["seq"]) for k in (row["deadlines"] or {})}
 
 
 def outcome_of(result: Replayed) -> Outcome | None:

@@ -2,8 +2,10 @@
 simultaneous phases, storage failure."""
 from __future__ import annotations
 
+import pytest
+
 from app.games import registry
-from app.games.base import SPECTATOR
+from app.games.base import SPECTATOR, IllegalAction
 from tests.runtime.twins import Clock, FakePeer, make_runner
 
 provinces = registry()["provinces"]
@@ -170,12 +172,16 @@ def test_replacing_a_submission_is_kept():
     peers = [FakePeer(0), FakePeer(1)]
     for p in peers:
         runner.attach(p)
-    view = conquest.view(runner.state, 0)
     runner.act(peers[0], 1, {"type": "orders", "attack": []})
     runner.act(peers[0], 2, {"type": "orders", "attack": []})
     writer.commit()
     assert [m["seq"] for m in peers[0].of_type("ack")] == [1, 2]
-    assert runner.version == 2 and view["phase"] == "orders"
+    assert runner.version == 2
+    # the view after both submissions: still the orders phase, seat 0 submitted, seat 1 not
+    view = conquest.view(runner.state, 0)
+    assert view["phase"] == "orders"
+    assert {p.seat: p.submitted for p in runner.prompts} == {0: True, 1: False}
+    assert [r["client_seq"] for r in writer.rows] == [1, 2]  # both submissions are in the log
 
 
 def test_storage_failure_closes_peers_and_drops_the_runner():
@@ -238,3 +244,53 @@ def test_timer_of_a_phase_that_ended_early_is_cancelled():
     writer.commit()
     assert cancelled == [first]
     assert scheduled[-1][1] == runner.prompts[0].phase_id != first
+
+
+def test_a_deadline_needs_a_valid_lease():
+    clock = Clock()
+    runner, writer, scheduled, _ = make_runner(provinces, 2, clock=clock)
+    lease = {"valid": False}
+    runner._holds_lease = lambda: lease["valid"]
+    phase = runner.prompts[0].phase_id
+    clock.t += 3600
+    scheduled.clear()
+    assert runner.deadline(phase) == 0 and runner.version == 0 and writer.pending == []
+    assert scheduled and scheduled[-1][1] == phase  # re-armed, not lost
+    lease["valid"] = True
+    assert runner.deadline(phase) == 1
+
+
+def test_abort_cancels_its_deadlines_once_durable_and_reports():
+    runner, writer, _, finished = make_runner(conquest, 2)
+    cancelled: list[int] = []
+    runner._cancel = lambda match_id, phase_id: cancelled.append(phase_id)
+    open_phases = set(runner.deadlines)
+    done: list = []
+    runner.abort("test", "admin", done.append)
+    assert cancelled == [] and done == []  # not before the commit
+    writer.commit()
+    assert set(cancelled) == open_phases and done == [None] and finished == [runner]
+
+
+def test_a_failed_abort_reports_its_error():
+    runner, writer, _, _ = make_runner(conquest, 2)
+    done: list = []
+    runner.abort("test", "admin", done.append)
+    writer.fail(OSError("disk gone"))
+    assert isinstance(done[0], OSError) and runner.failed and runner.failure == "storage"
+
+
+def test_an_action_without_a_valid_lease_is_not_applied():
+    """A node that woke up after its lease ran out answers match_moved (4503) and applies nothing,
+    even before its keeper noticed (issue 9 item 2)."""
+    runner, writer, _, _ = make_runner(provinces, 2)
+    lease = {"valid": False}
+    runner._holds_lease = lambda: lease["valid"]
+    peer = FakePeer(_turn_seat(runner))
+    runner.attach(peer)
+    runner.act(peer, 1, {"type": "end_turn"})
+    assert peer.messages[-1]["code"] == "match_moved" and peer.closed[0] == 4503
+    assert runner.version == 0 and writer.pending == []
+    with pytest.raises(IllegalAction):
+        runner.abort("test", "admin")
+    assert runner.status == "running" and writer.pending == []

@@ -15,12 +15,12 @@ class FakeLogWriter:
         self.rows: list[dict] = []
         self.updates: list[dict] = []
 
-    def submit(self, row, match_update, on_durable) -> None:
+    def submit(self, stream, row, match_update, on_durable) -> None:
         self.pending.append((row, match_update, on_durable))
 
     def commit(self) -> int:
         batch, self.pending = self.pending, []
-        for row, upd, cb in batch:
+        for row, upd, _cb in batch:
             self.rows.append(row)
             if upd:
                 self.updates.append(upd)

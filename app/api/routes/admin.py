@@ -96,9 +96,11 @@ async def abort(match_id: MatchId, manager: ManagerDep, admin: AdminDep,
     reason = (body or AbortRequest()).reason
     try:
         runner = await manager.abort(match_id, reason, admin["id"])
-    except IllegalAction as exc:
-        raise ApiError(409, exc.code, exc.message) from None
+    except IllegalAction as exc:  # answered once the abort is durable (or it failed)
+        status = 503 if exc.code in ("storage_unavailable", "abort_pending", "match_moved") else 409
+        raise ApiError(status, exc.code, exc.message) from None
     if runner is None:
         raise not_found("match")
-    return match_public({**runner.meta, "status": "aborted",
-                         "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}})
+    # the durable state: the abort record is committed before manager.abort returns (local owner:
+    # runner.meta was updated by the durable callback; remote owner: rebuilt from the database)
+    return match_public(runner.meta)

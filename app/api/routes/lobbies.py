@@ -94,9 +94,7 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
                        f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     lobby = {"id": uuid.uuid4().hex, "game": game.id, "options": options, "seat_count": body.seats,
              "host_id": player["id"], "status": "open", "match_id": None, "created_at": time.time()}
-    await repo.create_lobby(lobby, player["id"])
-    if loadout:
-        await wallets.set_seat_loadout(lobby["id"], 0, player["id"], loadout)
+    await repo.create_lobby(lobby, player["id"], loadout)
     return await lobby_public(repo, await repo.lobby(lobby["id"]))
 
 
@@ -129,7 +127,7 @@ async def get_lobby(lobby_id: LobbyId, repo: RepoDep, _player: PlayerDep) -> Lob
 
 #: the HTTP status of each refusal decided under the lobby's lock
 _REFUSED_STATUS = {"not_found": 404, "lobby_not_open": 409, "bad_seat": 422, "no_free_seat": 409,
-                   "not_seated": 409, "seats_empty": 409}
+                   "not_seated": 409, "seats_empty": 409, "lobby_changed": 409}
 
 
 def _refused(exc: LobbyRefused) -> ApiError:
@@ -149,12 +147,9 @@ async def join(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, wallets: Wal
         if found is not None:
             loadout = await _checked_loadout(wallets, found["game"], body.loadout, player["id"])
     try:
-        lobby = await repo.join_lobby(lobby_id, player["id"], body.seat if body else None)
+        lobby = await repo.join_lobby(lobby_id, player["id"], body.seat if body else None, loadout)
     except LobbyRefused as exc:
         raise _refused(exc) from None
-    mine = next((s for s in lobby["seats"] if s["player_id"] == player["id"]), None)
-    if loadout and mine is not None and await wallets.set_seat_loadout(lobby_id, mine["seat"], player["id"], loadout):
-        lobby = await repo.lobby(lobby_id) or lobby
     return await lobby_public(repo, lobby)
 
 
@@ -202,13 +197,23 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
     lobby = await _open_lobby(repo, lobby_id)
     if lobby["host_id"] != player["id"]:  # the host never changes: no lock needed to check it
         raise ApiError(403, "not_host", "only the host can start")
+    if any(s["player_id"] is None for s in lobby["seats"]):  # as of this read, before any later join
+        raise ApiError(409, "seats_empty", "every seat needs a player or a bot")
     seats = [{"player_id": s["player_id"], "name": "", "bot": s["bot"]} for s in lobby["seats"]]
     # Conquest: every seat's loadout (checked again against what each player owns now) and the
     # configured costs go into the match's options (conquest.md 5)
     owned = {s["player_id"]: await wallets.owned(s["player_id"]) for s in lobby["seats"] if s.get("loadout")}
     options, _loadouts = start_options(lobby["game"], lobby["options"], lobby["seats"], owned, settings.special_costs)
+    read = [(s["player_id"], s["bot"], s.get("loadout") or []) for s in lobby["seats"]]
+
+    def same_seats(locked: list[dict[str, Any]]) -> None:
+        # the options (loadouts) were computed from the seats read above: if a leave, join or
+        # loadout change came between that read and the lock, refuse rather than start with them
+        if [(s["player_id"], s["bot"], s.get("loadout") or []) for s in locked] != read:
+            raise LobbyRefused("lobby_changed", "the lobby changed while starting; start again")
+
     try:
-        await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id)
+        await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id, check_seats=same_seats)
     except LobbyRefused as exc:
         raise _refused(exc) from None
     started = await repo.lobby(lobby_id)

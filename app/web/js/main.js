@@ -7,6 +7,7 @@ import { renderInventory } from "./inventory.js";
 import { renderAccount, signInPanel } from "./account.js";
 import { renderLeaderboard } from "./leaderboard.js";
 import { renderProfile } from "./profile.js";
+import { quickPlayPanel, renderQueue } from "./quickplay.js";
 
 const root = document.getElementById("app");
 const who = document.getElementById("who");
@@ -46,6 +47,8 @@ async function route() {
     await renderLeaderboard(root, id, { stillHere });
   } else if (page === "player" && id) {
     await renderProfile(root, id, { stillHere });
+  } else if (page === "queue" && id) {
+    cleanup = renderQueue(root, id, { stillHere });
   } else if (page === "inventory") {
     await renderInventory(root, { stillHere });
   } else if (page === "match" && id) {
@@ -54,6 +57,8 @@ async function route() {
     else stop();
   } else {
     await renderHome(root, { stillHere });
+    const panel = await quickPlayPanel();
+    if (stillHere()) root.querySelector(".home")?.prepend(panel);
   }
 }
 
