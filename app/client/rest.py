@@ -69,7 +69,15 @@ class RestClient:
         return await self.request("POST", "/lobbies", json=body)
 
     async def lobbies(self, game: str | None = None) -> list[dict[str, Any]]:
-        return await self.request("GET", "/lobbies", params={"game": game} if game else None)
+        """The first page of open lobbies (newest first); :meth:`lobbies_page` for the others."""
+        return (await self.lobbies_page(game=game))["items"]
+
+    async def lobbies_page(self, game: str | None = None, status: str | None = None, cursor: str | None = None,
+                           limit: int | None = None) -> dict[str, Any]:
+        """``{items, next_cursor}``: one page of ``GET /lobbies``."""
+        params = {k: v for k, v in (("game", game), ("status", status), ("cursor", cursor), ("limit", limit))
+                  if v is not None}
+        return await self.request("GET", "/lobbies", params=params or None)
 
     async def lobby(self, lobby_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/lobbies/{lobby_id}")
@@ -124,8 +132,9 @@ class RestClient:
 
     # admin
     async def admin_matches(self, status: str | None = None, game: str | None = None) -> list[dict[str, Any]]:
+        """The first page (newest first) of ``GET /admin/matches``."""
         params = {k: v for k, v in (("status", status), ("game", game)) if v}
-        return await self.request("GET", "/admin/matches", params=params)
+        return (await self.request("GET", "/admin/matches", params=params))["items"]
 
     async def admin_match(self, match_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/admin/matches/{match_id}")
@@ -141,7 +150,8 @@ class RestClient:
         return await self.request("GET", "/players/me/inventory")
 
     async def ledger(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self.request("GET", "/players/me/ledger", params={"limit": limit})
+        """The newest ``limit`` rows of your ledger (the first page of ``{items, next_cursor}``)."""
+        return (await self.request("GET", "/players/me/ledger", params={"limit": limit}))["items"]
 
     async def next_spin(self) -> dict[str, Any]:
         return await self.request("GET", "/players/me/spins/next")

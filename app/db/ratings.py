@@ -22,17 +22,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import Table, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.models import Match, MatchRating, Player, PlayerRating, RatingChange
+from app.db.models import (
+    Account,
+    Match,
+    MatchRating,
+    Player,
+    PlayerRating,
+    RatingChange,
+)
+from app.db.paging import decode_cursor, encode_cursor
 
 ratings_t = cast(Table, PlayerRating.__table__)
 changes_t = cast(Table, RatingChange.__table__)
 marks_t = cast(Table, MatchRating.__table__)
 matches_t = cast(Table, Match.__table__)
 players_t = cast(Table, Player.__table__)
+accounts_t = cast(Table, Account.__table__)
 
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3.0
@@ -189,5 +198,71 @@ class RatingsRepository:
             q = q.where(changes_t.c.player_id == player_id)
         if game is not None:
             q = q.where(changes_t.c.game == game)
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+    # -- the leaderboard and profiles ----------------------------------------------------------
+    def _board(self):
+        return (select(ratings_t, players_t.c.name, players_t.c.role, accounts_t.c.username)
+                .join(players_t, players_t.c.id == ratings_t.c.player_id)
+                .outerjoin(accounts_t, accounts_t.c.player_id == ratings_t.c.player_id))
+
+    @staticmethod
+    def _better(game: str, ordinal_: float, player_id: str):
+        """Rows ranked above ``(ordinal_, player_id)``: a higher ordinal, or the same and a smaller id."""
+        return and_(ratings_t.c.game == game, ratings_t.c.matches > 0,
+                    or_(ratings_t.c.ordinal > ordinal_,
+                        and_(ratings_t.c.ordinal == ordinal_, ratings_t.c.player_id < player_id)))
+
+    async def leaderboard(self, game: str, *, limit: int, cursor: str | None = None,
+                          me: str | None = None) -> dict[str, Any]:
+        """One page of ``game``'s leaderboard: players with at least one rated match, by ordinal
+        (highest first; ties by player id). ``cursor``: from the previous page (raises
+        :class:`app.db.paging.BadCursor`). Returns ``{items, next_cursor, me}``; each item is a
+        ratings row with ``name``, ``role``, ``username`` and its 1-based ``rank`` at read time;
+        ``me`` is the asking player's row (or None)."""
+        kind = f"leaderboard:{game}"
+        q = (self._board().where(ratings_t.c.game == game, ratings_t.c.matches > 0)
+             .order_by(ratings_t.c.ordinal.desc(), ratings_t.c.player_id).limit(limit + 1))
+        if cursor is not None:
+            c_ord, c_id = decode_cursor(kind, cursor, (float, str))
+            q = q.where(or_(ratings_t.c.ordinal < c_ord,
+                            and_(ratings_t.c.ordinal == c_ord, ratings_t.c.player_id > c_id)))
+        async with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+            more = len(rows) > limit
+            rows = rows[:limit]
+            if rows:
+                first = rows[0]
+                above = (await conn.execute(select(func.count()).select_from(ratings_t).where(
+                    self._better(game, first["ordinal"], first["player_id"])))).scalar_one()
+                for i, row in enumerate(rows):
+                    row["rank"] = above + 1 + i
+            mine = None
+            if me is not None:
+                r = (await conn.execute(self._board().where(ratings_t.c.game == game, ratings_t.c.player_id == me,
+                                                            ratings_t.c.matches > 0))).first()
+                if r is not None:
+                    mine = dict(r._mapping)
+                    mine["rank"] = 1 + (await conn.execute(select(func.count()).select_from(ratings_t).where(
+                        self._better(game, mine["ordinal"], me)))).scalar_one()
+        last = rows[-1] if rows else None
+        next_cursor = encode_cursor(kind, [last["ordinal"], last["player_id"]]) if more and last else None
+        return {"items": rows, "next_cursor": next_cursor, "me": mine}
+
+    async def player_ratings(self, player_id: str) -> dict[str, Rating]:
+        """``{game: Rating}`` for every game the player was rated in."""
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(ratings_t).where(ratings_t.c.player_id == player_id,
+                                                               ratings_t.c.matches > 0))).all()
+        return {r.game: Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins) for r in rows}
+
+    async def recent_matches(self, player_id: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The player's last ``limit`` rated matches, newest first: its rating change with the
+        match's ``seat_count`` and ``ended_at``."""
+        q = (select(changes_t, matches_t.c.seat_count, matches_t.c.ended_at)
+             .join(matches_t, matches_t.c.id == changes_t.c.match_id)
+             .where(changes_t.c.player_id == player_id)
+             .order_by(changes_t.c.created_at.desc(), changes_t.c.match_id.desc()).limit(limit))
         async with self.engine.connect() as conn:
             return [dict(r._mapping) for r in (await conn.execute(q)).all()]

@@ -92,7 +92,7 @@ def _lobbies(url: str, status: str = "all") -> list[dict]:
     resp = httpx.get(url + "/api/v1/lobbies", params={"status": status}, timeout=10,
                      headers={"Authorization": f"Bearer {token}"})
     resp.raise_for_status()
-    return resp.json()
+    return resp.json()["items"]
 
 
 def test_unknown_bot_creates_nothing_on_the_server(sqlite_server):
