@@ -291,6 +291,9 @@ def _serve(host, port, database_url) -> None:
     import logging
 
     settings = _settings(host=host, port=port, database_url=database_url)
+    from app.api.security import check_admin_token
+
+    check_admin_token(settings.admin_token)  # a weak token: one line, before the port, database or log
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sock = _bind(settings.host, settings.port)
     _preflight(settings)

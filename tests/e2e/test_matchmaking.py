@@ -16,6 +16,15 @@ from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess
 from tests.e2e.helpers import connect
 
 
+@pytest.fixture(scope="module")
+def server(backend):
+    """A node with the default cap on running bot matches (test servers turn it off elsewhere): quick
+    play must obey it like the lobby start."""
+    srv = ServerProcess(backend.url, env={**backend.env, "BANNERFALL_MAX_BOT_MATCHES_PER_PLAYER": "3"}).start()
+    yield srv
+    srv.stop()
+
+
 async def players(url: str, n: int) -> list[RestClient]:
     out = []
     for i in range(n):
