@@ -291,6 +291,9 @@ def _serve(host, port, database_url) -> None:
     import logging
 
     settings = _settings(host=host, port=port, database_url=database_url)
+    from app.api.security import check_admin_token
+
+    check_admin_token(settings.admin_token)  # a weak token: one line, before the port, database or log
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sock = _bind(settings.host, settings.port)
     _preflight(settings)
@@ -649,8 +652,8 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
     started_match = False
     async with RestClient(url, timeout=15.0) as rest:
         try:
-            # the host's own seat is a bot too, named like the server's bots (seat 0)
-            await rest.register(f"{bot_kind}-bot-0")
+            # the host's own seat is played by this client's bot too
+            await rest.register(f"{bot_kind} demo host")  # "-bot-" names are reserved for server bots
             loadout = await _demo_specials(rest, url, admin_token) if game == "conquest" else None
             lobby = await rest.create_lobby(game, seats, options, loadout=loadout)
             lobby_id = lobby["id"]

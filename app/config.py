@@ -127,6 +127,25 @@ class Settings(BaseSettings):
     #: that ran the match; the sweep catches what a crash left).
     settle_sweep_seconds: float = Field(30.0, gt=0)
 
+    # -- accounts, ratings and paging (issue 14; docs/operations.md "Accounts and ratings") ----------
+    #: Sign-in attempts per username, ``limits`` notation; "" = off. Counted for every attempt,
+    #: from every address (the exempt addresses too).
+    rate_limit_sign_in: str = "5/minute;30/hour"
+    #: Sign-in attempts per client address (not for ``rate_limit_exempt`` addresses); "" = off.
+    rate_limit_sign_in_ip: str = "20/minute;200/hour"
+    #: argon2id parameters for new password hashes: OWASP's recommended minimum (19 MiB, 2 passes,
+    #: 1 lane), lighter than argon2-cffi's default (64 MiB, 3 passes, 4 lanes) for small shared
+    #: nodes (docs/operations.md has the measurements). A stored hash made with other parameters is
+    #: re-hashed at its next sign-in.
+    argon2_time_cost: int = Field(2, ge=1, le=20)
+    argon2_memory_kib: int = Field(19_456, ge=8, le=4_194_304)
+    argon2_parallelism: int = Field(1, ge=1, le=64)
+    #: Seconds between sweeps that rate finished-but-unrated matches (a match is rated at once on
+    #: the node that ran it; the sweep catches what a crash or another node left).
+    rating_sweep_seconds: float = Field(30.0, gt=0)
+    #: Largest page any paged list returns (``?limit=`` above it is cut to it).
+    page_max: int = Field(500, ge=1, le=1000)
+
     @field_validator("spin_strip")
     @classmethod
     def _check_strip(cls, value: list[str]) -> list[str]:
@@ -154,6 +173,23 @@ class Settings(BaseSettings):
             if special not in SPECIALS or not 0 <= cost <= MAX_SPECIAL_COST:
                 raise ValueError(f"special_costs: {special!r} must be a special id with a cost 0-{MAX_SPECIAL_COST}")
         return value
+
+    # -- quick play (issue 14 item 2; docs/operations.md, "Quick play") -------------------------
+    #: Rating window at first, in openskill ordinal points (mu - 3 sigma).
+    matchmaking_window_base: float = Field(3.0, ge=0)
+    #: Ordinal points the window widens by per second a ticket waits.
+    matchmaking_window_widen: float = Field(0.5, ge=0)
+    #: The widest window.
+    matchmaking_window_max: float = Field(30.0, ge=0)
+    #: Seconds between matcher rounds on each node.
+    matchmaking_tick_seconds: float = Field(0.5, gt=0)
+    #: A claim whose match was not created within this many seconds is settled by any node (its
+    #: lobby fenced off, its tickets back in the queue).
+    matchmaking_claim_seconds: float = Field(15.0, gt=0)
+    #: The bot kind that fills seats after a ticket's ``bots_after_seconds``.
+    matchmaking_bot_kind: str = "smart"
+    #: Seconds an ended ticket stays readable (Redis key expiry; also bounds a live ticket's life).
+    matchmaking_ticket_ttl_seconds: float = Field(3600.0, ge=60)
 
     @cached_property
     def node(self) -> str:

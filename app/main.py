@@ -16,7 +16,8 @@ from sqlalchemy import text
 from app.api import errors
 from app.api import limits as api_limits
 from app.api.deps import hash_token
-from app.api.routes import admin, games, inventory, lobbies, matches, players
+from app.api.routes import accounts, admin, games, inventory, lobbies, matches, matchmaking, players
+from app.api.routes import ratings as rating_routes
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import router as ws_router
 from app.config import Settings
@@ -34,6 +35,9 @@ from app.runtime.logwriter import LogWriter
 from app.runtime.cluster import Cluster
 from app.runtime.manager import MatchManager
 from app.meta.settlement import Settler
+from app.db.ratings import RatingsRepository
+from app.ratings import Rater
+from app.matchmaking.wiring import make_matchmaking
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -101,8 +105,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         manager.cluster = cluster
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
-        manager.on_match_ended = settler.match_ended
+        ratings = RatingsRepository(engine)
+        rater = Rater(ratings, sweep_seconds=settings.rating_sweep_seconds)
+
+        def match_ended(match: dict[str, Any]) -> None:  # specials settled and ratings changed, once each
+            settler.match_ended(match)
+            rater.match_ended(match)
+
+        manager.on_match_ended = match_ended
         app.state.wallets, app.state.settler = wallets, settler
+        app.state.ratings, app.state.rater = ratings, rater
         manager.on_deadline_lag = app.state.metrics.deadline_lag.observe
         app.state.metrics.links.set_function(lambda: len(cluster.links))
         app.state.metrics.remote_peers.set_function(lambda: len(cluster.remote_peers))
@@ -112,6 +124,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await cluster.start()
         await manager.start()
         await settler.start()
+        await rater.start()
+        app.state.matchmaking = make_matchmaking(settings, backends, repo, manager, app.state.metrics.registry)
+        await app.state.matchmaking.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
         # the collector's sight, and collections happen less often: full collections of a few
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
@@ -122,10 +137,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await app.state.matchmaking.stop()
             if bots:
                 await bots.stop()
             await manager.stop()
             await settler.stop()
+            await rater.stop()
             await writer.stop()
             await cluster.stop()
             await backends.close()
@@ -138,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_safety(app, settings)
     app.add_middleware(RawSendMiddleware)
     errors.install(app)
-    for module in (players, inventory, games, lobbies, matches, admin):
+    for module in (players, accounts, inventory, games, lobbies, matches, matchmaking, admin, rating_routes):
         app.include_router(module.router, prefix="/api/v1")
     app.include_router(inventory.admin_router, prefix="/api/v1")
     app.include_router(ws_router)

@@ -8,6 +8,7 @@ that needs it errors with one line saying what is missing and how to fix it; not
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
 import shutil
@@ -64,7 +65,8 @@ def postgres_problem() -> str | None:
             _service_problems["pg"] = (
                 f"the tests need PostgreSQL at {PG_ADMIN_URL} (BANNERFALL_TEST_PG) with a role that may create "
                 f"databases, but: {reason}. Fix: sudo -u postgres createuser --superuser {role} && "
-                f"sudo -u postgres createdb -O {role} {database}, or point BANNERFALL_TEST_PG at such a role (README, 'Tests')")
+                f"sudo -u postgres createdb -O {role} {database}, or point BANNERFALL_TEST_PG at such a role "
+                "(README, 'Tests')")
     return _service_problems["pg"]
 
 
@@ -184,6 +186,11 @@ def db_url(backend):
     return backend.url
 
 
+_SESSION_SECRET = secrets.token_hex(16)
+TEST_LIMITS_OFF = {"BANNERFALL_MAX_LOBBIES_PER_PLAYER": "0", "BANNERFALL_MAX_BOT_MATCHES_PER_PLAYER": "0",
+                   "BANNERFALL_MAX_SOCKETS_PER_PLAYER": "0", "BANNERFALL_RATE_LIMIT_PLAYER": ""}
+
+
 class ServerProcess:
     """``bannerfall serve`` in a real process on a free port.
 
@@ -197,7 +204,10 @@ class ServerProcess:
         self.database_url = database_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.admin_token = secrets.token_urlsafe(24)
+        # One admin token per database: a node started with another token revokes the old admin
+        # (issue 13 rotation), so every node of one database gets the same, derived from its URL and a
+        # per-session secret.
+        self.admin_token = "Adm-" + hashlib.sha256((_SESSION_SECRET + database_url).encode()).hexdigest()[:40]
         self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
         self._own_dir = None if ServerProcess.log_dir else tempfile.mkdtemp(prefix="bannerfall-test-")
@@ -207,7 +217,10 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
-               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}", **self.extra_env}
+               "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}",
+               # tests play many lobbies and matches with one player from one machine: the per-player
+               # caps and rate limit are off unless a test sets them (tests/e2e/test_limits.py does)
+               **TEST_LIMITS_OFF, **self.extra_env}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,

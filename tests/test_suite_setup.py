@@ -22,7 +22,7 @@ def test_a_postgres_without_the_role_errors_in_one_line_and_never_skips():
                          check=False, capture_output=True, text=True, timeout=120)
     assert res.returncode != 0
     assert "1 error" in res.stdout and "skipped" not in res.stdout, res.stdout
-    lines = [l for l in res.stdout.splitlines() if "bf_no_such_role" in l and "BANNERFALL_TEST_PG" in l]
+    lines = [ln for ln in res.stdout.splitlines() if "bf_no_such_role" in ln and "BANNERFALL_TEST_PG" in ln]
     assert lines and "createuser" in lines[0] and 'role "bf_no_such_role" does not exist' in lines[0], res.stdout
     assert "Traceback" not in res.stdout
 

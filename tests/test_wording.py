@@ -12,7 +12,8 @@ import pytest
 from app.client.wording import WORDING_FILE, describe, reason_text, score_text, wording
 from tests.conftest import ROOT
 
-EVENTS = json.loads((ROOT / "tests" / "fixtures" / "wording_events.json").read_text())
+EVENTS_FILE = ROOT / "tests" / "fixtures" / "wording_events.json"
+EVENTS = json.loads(EVENTS_FILE.read_text())
 NAMES = ["Ann", "Bob", "Cy"]
 
 
@@ -67,13 +68,15 @@ def test_web_client_and_cli_word_events_the_same(tmp_path):
 import {{ setWording, describeEvent }} from {json.dumps(str(module))};
 import fs from "fs";
 setWording(JSON.parse(fs.readFileSync({json.dumps(str(WORDING_FILE))}, "utf8")));
-const events = JSON.parse(fs.readFileSync({json.dumps(str(ROOT / "tests" / "fixtures" / "wording_events.json"))}, "utf8"));
+const events = JSON.parse(fs.readFileSync({json.dumps(str(EVENTS_FILE))}, "utf8"));
 const names = {json.dumps(NAMES)};
 const out = [];
-for (const list of Object.values(events)) for (const ev of list) out.push(describeEvent(Object.keys(events).find((g) => events[g] === list), ev, (s) => names[s]));
+for (const list of Object.values(events)) for (const ev of list)
+  out.push(describeEvent(Object.keys(events).find((g) => events[g] === list), ev, (s) => names[s]));
 console.log(JSON.stringify(out));
 """
-    res = subprocess.run(["node", "--input-type=module", "-e", script], check=False, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(["node", "--input-type=module", "-e", script], check=False, capture_output=True, text=True,
+                         timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == _python_lines()
 

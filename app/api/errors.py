@@ -39,9 +39,10 @@ _DESCRIPTIONS = {
     403: "`forbidden` (admins only), `not_host`, or `seated_admin` (an admin's view of a running match they sit in)",
     404: "`not_found` or `unknown_game`",
     409: "the lobby's state refuses it: `lobby_not_open`, `no_free_seat`, `not_seated`, `seats_empty`, "
-         "`replay_mismatch`, or the match's rules (`IllegalAction` codes)",
+         "`replay_mismatch`, `ticket_exists`, `ticket_claimed`, `ticket_matched`, `ticket_cancelled`, "
+         "or the match's rules (`IllegalAction` codes)",
     422: "`invalid_request` (shape or type, with `details`), `invalid_text` (NUL or lone surrogate in a "
-         "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`",
+         "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`, `reserved_option`",
     413: "`body_too_large`: the request body is over `MAX_BODY_BYTES`",
     429: "`rate_limited`, `too_many_lobbies` or `too_many_bot_matches`, with a `Retry-After` header (seconds)",
 }

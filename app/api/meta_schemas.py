@@ -95,3 +95,10 @@ class GrantResult(BaseModel):
     player_id: str
     asset: str
     balance: int
+
+
+class LedgerPage(BaseModel):
+    """A page of a ledger, newest first (issue 14 item 5): pass ``next_cursor`` back as ``?cursor=``."""
+
+    items: list[LedgerRow]
+    next_cursor: str | None

@@ -127,3 +127,98 @@ class MatchPublic(BaseModel):
 
 class AbortRequest(StrictRequest):
     reason: Text = Field("aborted by an admin", max_length=200)
+
+
+# -- accounts, ratings, leaderboards and paging (issue 14) -------------------------------------------
+class ClaimRequest(StrictRequest):
+    """Claim the asking guest: ``username`` 3-24 letters, digits, ``_-.`` (unique case-insensitively),
+    ``password`` 8-128 characters."""
+
+    username: Text = Field(min_length=1, max_length=64)
+    password: Text = Field(min_length=1, max_length=1024)
+
+
+class SignInRequest(StrictRequest):
+    username: Text = Field(min_length=1, max_length=64)
+    password: Text = Field(min_length=1, max_length=1024)
+    label: Text | None = Field(None, max_length=64, description="what this device is, shown in the token list")
+
+
+class AccountPublic(BaseModel):
+    player: PlayerPublic
+    username: str | None = Field(description="None while the player is a guest")
+
+
+class SignedIn(BaseModel):
+    player: PlayerPublic
+    username: str
+    token: str = Field(description="A new bearer token for this device; shown once, stored only hashed")
+    token_id: str
+
+
+class TokenPublic(BaseModel):
+    id: str = Field(description="`first` for the player's first token, else the sign-in's id")
+    label: str | None
+    created_at: float
+    current: bool = Field(description="the token this request was made with")
+
+
+class TokenList(BaseModel):
+    items: list[TokenPublic]
+
+
+class RevokedTokens(BaseModel):
+    revoked: int
+
+
+class RatingPublic(BaseModel):
+    """openskill Plackett-Luce: ``mu`` skill, ``sigma`` its uncertainty, ``ordinal`` = mu - 3 sigma."""
+
+    mu: float
+    sigma: float
+    ordinal: float
+    matches: int
+    wins: int
+
+
+class LeaderboardRow(BaseModel):
+    rank: int = Field(description="1-based, by ordinal (ties broken by player id)")
+    player: PlayerPublic
+    username: str | None
+    rating: RatingPublic
+
+
+class LeaderboardPage(BaseModel):
+    game: str
+    items: list[LeaderboardRow]
+    next_cursor: str | None
+    me: LeaderboardRow | None = Field(description="the asking player's row, None if never rated in this game")
+
+
+class RecentMatch(BaseModel):
+    match_id: str
+    game: str
+    seat: int
+    rank: int
+    seats: int
+    ordinal_before: float
+    ordinal_after: float
+    ended_at: float
+
+
+class ProfilePublic(BaseModel):
+    player: PlayerPublic
+    username: str | None
+    created_at: float
+    ratings: dict[str, RatingPublic] = Field(description="by game id; only games the player was rated in")
+    recent_matches: list[RecentMatch] = Field(description="the last rated matches, newest first")
+
+
+class LobbyPage(BaseModel):
+    items: list[LobbyPublic]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; None on the last")
+
+
+class MatchPage(BaseModel):
+    items: list[MatchPublic]
+    next_cursor: str | None

@@ -1,6 +1,7 @@
 """REST client (httpx). Every method raises :class:`ApiError` with the server's ``code`` on failure."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -68,7 +69,15 @@ class RestClient:
         return await self.request("POST", "/lobbies", json=body)
 
     async def lobbies(self, game: str | None = None) -> list[dict[str, Any]]:
-        return await self.request("GET", "/lobbies", params={"game": game} if game else None)
+        """The first page of open lobbies (newest first); :meth:`lobbies_page` for the others."""
+        return (await self.lobbies_page(game=game))["items"]
+
+    async def lobbies_page(self, game: str | None = None, status: str | None = None, cursor: str | None = None,
+                           limit: int | None = None) -> dict[str, Any]:
+        """``{items, next_cursor}``: one page of ``GET /lobbies``."""
+        params = {k: v for k, v in (("game", game), ("status", status), ("cursor", cursor), ("limit", limit))
+                  if v is not None}
+        return await self.request("GET", "/lobbies", params=params or None)
 
     async def lobby(self, lobby_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/lobbies/{lobby_id}")
@@ -88,14 +97,44 @@ class RestClient:
     async def start(self, lobby_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/lobbies/{lobby_id}/start")
 
+    # -- quick play (docs/protocol.md, "Quick play")
+    async def queue(self, game: str, seats: int, options: dict[str, Any] | None = None,
+                    bots_after_seconds: float | None = None) -> dict[str, Any]:
+        """A matchmaking ticket (``status`` ``waiting``); 409 ``ticket_exists`` if one is live."""
+        body: dict[str, Any] = {"game": game, "seats": seats, "options": options or {}}
+        if bots_after_seconds is not None:
+            body["bots_after_seconds"] = bots_after_seconds
+        return await self.request("POST", "/matchmaking/tickets", json=body)
+
+    async def ticket(self, ticket_id: str, wait: float = 0) -> dict[str, Any]:
+        """The ticket; with ``wait`` (seconds, at most 30) a long-poll that answers once it is
+        matched or cancelled, or at the timeout."""
+        if not wait:
+            return await self.request("GET", f"/matchmaking/tickets/{ticket_id}")
+        return await self.request("GET", f"/matchmaking/tickets/{ticket_id}", params={"wait": wait},
+                                  timeout=wait + 10)
+
+    async def cancel_ticket(self, ticket_id: str) -> dict[str, Any]:
+        return await self.request("DELETE", f"/matchmaking/tickets/{ticket_id}")
+
+    async def wait_for_match(self, ticket_id: str, timeout: float = 60.0, step: float = 25.0) -> dict[str, Any]:
+        """Long-poll until the ticket is matched or cancelled (or ``timeout`` seconds pass); the ticket."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        ticket = await self.ticket(ticket_id)
+        while ticket["status"] in ("waiting", "claimed") and loop.time() < end:
+            ticket = await self.ticket(ticket_id, wait=max(0.1, min(step, end - loop.time())))
+        return ticket
+
     # matches
     async def match(self, match_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/matches/{match_id}")
 
     # admin
     async def admin_matches(self, status: str | None = None, game: str | None = None) -> list[dict[str, Any]]:
+        """The first page (newest first) of ``GET /admin/matches``."""
         params = {k: v for k, v in (("status", status), ("game", game)) if v}
-        return await self.request("GET", "/admin/matches", params=params)
+        return (await self.request("GET", "/admin/matches", params=params))["items"]
 
     async def admin_match(self, match_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/admin/matches/{match_id}")
@@ -111,7 +150,8 @@ class RestClient:
         return await self.request("GET", "/players/me/inventory")
 
     async def ledger(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self.request("GET", "/players/me/ledger", params={"limit": limit})
+        """The newest ``limit`` rows of your ledger (the first page of ``{items, next_cursor}``)."""
+        return (await self.request("GET", "/players/me/ledger", params={"limit": limit}))["items"]
 
     async def next_spin(self) -> dict[str, Any]:
         return await self.request("GET", "/players/me/spins/next")

@@ -17,16 +17,12 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, and_, select, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.models import Lobby, LobbySeat, Player
-
-players_t = cast(Table, Player.__table__)
-lobbies_t = cast(Table, Lobby.__table__)
-seats_t = cast(Table, LobbySeat.__table__)
+from app.db.tables import lobbies_t, players_t, seats_t
 
 REVOKED_PREFIX = "revoked:"
 

@@ -3,16 +3,10 @@ matches with bots a player hosts. Each query starts from a status index (open lo
 matches are few), not from the ever-growing history."""
 from __future__ import annotations
 
-from typing import cast
-
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.models import Lobby, LobbySeat, Match
-
-lobbies_t = cast(Table, Lobby.__table__)
-seats_t = cast(Table, LobbySeat.__table__)
-matches_t = cast(Table, Match.__table__)
+from app.db.tables import lobbies_t, matches_t, seats_t
 
 
 async def open_lobbies_of(engine: AsyncEngine, player_id: str) -> int:

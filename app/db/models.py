@@ -172,3 +172,78 @@ class MatchSettlement(Base):
     match_id: Mapped[str] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
     uses: Mapped[int] = mapped_column(Integer, default=0)
     settled_at: Mapped[float] = mapped_column(Float)
+
+
+# -- accounts, tokens and ratings (issue 14) ---------------------------------------------------------
+class PlayerToken(Base):
+    """A bearer token of a player beyond its first one (``players.token_hash``): one row per signed-in
+    device, stored only as the SHA-256 of the token. Revoking deletes the row."""
+
+    __tablename__ = "player_tokens"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: what the client said it is (``user agent`` style, checked like a name), for the token list
+    label: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class Account(Base):
+    """A claimed player: a username (unique case-insensitively through ``username_key``, its NFKC,
+    case-folded, confusable-folded form) and an argon2 password hash (never the password)."""
+
+    __tablename__ = "accounts"
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    username: Mapped[str] = mapped_column(String(32))
+    username_key: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class PlayerRating(Base):
+    """A player's openskill rating in one game (Plackett-Luce; ``ordinal`` = mu - 3 sigma orders the
+    leaderboard). A player without a row has the default rating (mu 25, sigma 25/3)."""
+
+    __tablename__ = "ratings"
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    game: Mapped[str] = mapped_column(String(32), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    ordinal: Mapped[float] = mapped_column(Float)
+    matches: Mapped[int] = mapped_column(Integer, default=0)
+    wins: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class RatingChange(Base):
+    """One player's rating change caused by one finished match; ``(match_id, player_id)`` is the
+    primary key, so a match changes a player's rating at most once."""
+
+    __tablename__ = "rating_changes"
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True,
+                                           index=True)
+    game: Mapped[str] = mapped_column(String(32))
+    seat: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    mu_before: Mapped[float] = mapped_column(Float)
+    sigma_before: Mapped[float] = mapped_column(Float)
+    mu_after: Mapped[float] = mapped_column(Float)
+    sigma_after: Mapped[float] = mapped_column(Float)
+    ordinal_after: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class MatchRating(Base):
+    """A finished or aborted match that the ratings have seen (rated, or skipped with a reason)."""
+
+    __tablename__ = "match_ratings"
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    rated: Mapped[int] = mapped_column(Integer, default=0)  # how many players' ratings changed
+    rated_at: Mapped[float] = mapped_column(Float)
+
+
+Index("ix_ratings_leaderboard", PlayerRating.game, PlayerRating.ordinal, PlayerRating.player_id)
+Index("ix_matches_created", Match.created_at, Match.id)
+Index("ix_lobbies_created", Lobby.created_at, Lobby.id)

@@ -6,17 +6,19 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player
+from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player, PlayerToken
+from app.db.paging import decode_cursor, encode_cursor
 
 players_t = Player.__table__
 lobbies_t = Lobby.__table__
 seats_t = LobbySeat.__table__
 matches_t = Match.__table__
 actions_t = MatchAction.__table__
+tokens_t = PlayerToken.__table__
 
 
 @dataclass(slots=True)
@@ -71,8 +73,13 @@ class Repository:
         return row
 
     async def player_by_token_hash(self, token_hash: str) -> dict[str, Any] | None:
+        """The player whose first token (``players.token_hash``) or one of whose sign-in tokens
+        (``player_tokens``, :mod:`app.db.accounts`) hashes to ``token_hash``."""
         async with self.engine.connect() as conn:
             r = (await conn.execute(select(players_t).where(players_t.c.token_hash == token_hash))).first()
+            if r is None:
+                r = (await conn.execute(select(players_t).join(tokens_t, tokens_t.c.player_id == players_t.c.id)
+                                        .where(tokens_t.c.token_hash == token_hash))).first()
         return _row(r)
 
     async def set_token_hash(self, player_id: str, token_hash: str) -> None:
@@ -119,13 +126,26 @@ class Repository:
 
     async def lobbies(self, status: str | None = "open", game: str | None = None,
                       limit: int = 100) -> list[dict[str, Any]]:
-        q = select(lobbies_t).order_by(lobbies_t.c.created_at.desc()).limit(limit)
+        """The newest ``limit`` lobbies (first page of :meth:`lobbies_page`)."""
+        return (await self.lobbies_page(status, game, limit))[0]
+
+    async def lobbies_page(self, status: str | None = "open", game: str | None = None, limit: int = 50,
+                           cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of lobbies, newest first (``created_at``, then id), with their seats, and the cursor
+        of the next page (None on the last). Keyset paging: stable under inserts. Raises
+        :class:`app.db.paging.BadCursor`."""
+        q = select(lobbies_t).order_by(lobbies_t.c.created_at.desc(), lobbies_t.c.id.desc()).limit(limit + 1)
+        if cursor is not None:
+            at, last_id = decode_cursor("lobbies", cursor, (float, str))
+            q = q.where(or_(lobbies_t.c.created_at < at, and_(lobbies_t.c.created_at == at, lobbies_t.c.id < last_id)))
         if status:
             q = q.where(lobbies_t.c.status == status)
         if game:
             q = q.where(lobbies_t.c.game == game)
         async with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+            more = len(rows) > limit
+            rows = rows[:limit]
             if rows:
                 seats = (await conn.execute(
                     select(seats_t).where(seats_t.c.lobby_id.in_([r["id"] for r in rows]))
@@ -137,7 +157,8 @@ class Repository:
             by_lobby.setdefault(s.lobby_id, []).append(dict(s._mapping))
         for r in rows:
             r["seats"] = by_lobby.get(r["id"], [])
-        return rows
+        next_cursor = encode_cursor("lobbies", [rows[-1]["created_at"], rows[-1]["id"]]) if more else None
+        return rows, next_cursor
 
     @asynccontextmanager
     async def _locked_open_lobby(self, lobby_id: str) -> AsyncIterator[tuple[AsyncConnection, dict[str, Any]]]:
@@ -307,6 +328,24 @@ class Repository:
             q = q.where(matches_t.c.game == game)
         async with self.engine.connect() as conn:
             return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+    async def matches_page(self, status: str | None = None, game: str | None = None, limit: int = 50,
+                           cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of matches, newest first (``created_at``, then id), and the next page's cursor
+        (None on the last). Raises :class:`app.db.paging.BadCursor`."""
+        q = select(matches_t).order_by(matches_t.c.created_at.desc(), matches_t.c.id.desc()).limit(limit + 1)
+        if cursor is not None:
+            at, last_id = decode_cursor("matches", cursor, (float, str))
+            q = q.where(or_(matches_t.c.created_at < at, and_(matches_t.c.created_at == at, matches_t.c.id < last_id)))
+        if status:
+            q = q.where(matches_t.c.status == status)
+        if game:
+            q = q.where(matches_t.c.game == game)
+        async with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, encode_cursor("matches", [rows[-1]["created_at"], rows[-1]["id"]]) if more else None
 
     async def running_match_ids(self) -> list[str]:
         async with self.engine.connect() as conn:

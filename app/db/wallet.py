@@ -10,30 +10,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import (
-    LedgerEntry,
-    LobbySeat,
-    Match,
-    MatchSettlement,
-    OwnedSpecial,
-    Spin,
-    Wallet,
-)
+from app.db.tables import ledger_t, matches_t, owned_t, seats_t, settlements_t, spins_t, wallets_t
 from app.meta.slot import new_seed, prize_for, reels_for
-
-wallets_t = cast(Table, Wallet.__table__)
-owned_t = cast(Table, OwnedSpecial.__table__)
-ledger_t = cast(Table, LedgerEntry.__table__)
-spins_t = cast(Table, Spin.__table__)
-settlements_t = cast(Table, MatchSettlement.__table__)
-matches_t = cast(Table, Match.__table__)
-seats_t = cast(Table, LobbySeat.__table__)
 
 CRYSTALS = "crystals"
 
@@ -250,8 +234,9 @@ class WalletRepository:
         two nodes, a retry or a sweep after a restart cannot count a match twice.
 
         Aborted matches are marked settled and count nothing (``docs/decisions.md``). Bot seats own
-        every special without a record and are skipped, as are specials the player never owned. A special already at 0 (brought to two
-        matches at once with one match left) gets a use row with delta 0.
+        every special without a record and are skipped, as are specials the player never owned. A
+        special already at 0 (brought to two matches at once with one match left) gets a use row with
+        delta 0.
 
         Returns the number of lifetimes counted, or None if the match was settled already or has not
         ended (``match["status"]`` must be ``finished`` or ``aborted``)."""

@@ -230,7 +230,8 @@ class RedisPubSub:
     ``subscribe`` returns only after Redis confirmed the SUBSCRIBE, so anything published after it
     returns is delivered. If the connection drops (or stays silent past ``keepalive_seconds`` with an
     unanswered PING: a health check every ``keepalive_seconds`` of silence, default 2 s, so a dead
-    connection is noticed within about twice that), the reader opens a new one with backoff (50 ms doubling to 2 s), subscribes to
+    connection is noticed within about twice that), the reader opens a new one with backoff (50 ms
+    doubling to 2 s), subscribes to
     every live channel again, and then raises :class:`MessagesLost` (reason ``"reconnect"``) in each
     subscription. A ``subscribe`` made while Redis is unreachable waits up to ``subscribe_timeout``
     seconds and then raises ``redis.exceptions.ConnectionError``.
@@ -254,7 +255,7 @@ class RedisPubSub:
         self._own_client = client is None
         self._client = client if client is not None else Redis.from_url(redis_url, socket_connect_timeout=2.0)
         self._pool: ConnectionPool | None = None
-        self._ps = None  # redis.asyncio.client.PubSub of the current connection, None while down
+        self._ps: _OneConnectionPubSub | None = None  # the current connection's PubSub, None while down
         self._channels: dict[bytes, _Channel] = {}
         self._unsub_waiters: dict[bytes, list[asyncio.Future[None]]] = {}
         self._lock = asyncio.Lock()
@@ -459,6 +460,8 @@ class RedisPubSub:
         if isinstance(kind, bytes):
             kind = kind.decode()
         wire = message.get("channel")
+        if not isinstance(wire, bytes):  # a PONG names no channel: it only showed the connection is alive
+            return
         if kind == "message":
             entry = self._channels.get(wire)
             if entry is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -250,7 +251,9 @@ class RedisTimers:
         total = 0
         offset = 0
         while True:
-            members = await self._client.zrangebyscore(self.key, "-inf", now, start=offset, num=self.BATCH)
+            # without withscores Redis answers plain members (redis-py types every ZRANGE form together)
+            members = cast("list[bytes | str]", await self._client.zrangebyscore(
+                self.key, "-inf", now, start=offset, num=self.BATCH))
             if not members or self._closed:
                 break
             owned = []

@@ -14,9 +14,8 @@ Create Date: 2026-11-30 20:50:00
   NULL player, and NULLs are distinct in both Postgres and SQLite). Duplicate seats left by the old
   race are cleared first (the lowest seat is kept).
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0002'
 down_revision = '0001'

@@ -12,9 +12,8 @@ Create Date: 2026-11-30 20:45:00
 - ``match_settlements``: matches whose specials' lifetimes were counted.
 - ``lobby_seats.loadout``: the specials a seat brings.
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0003'
 down_revision = '0002'

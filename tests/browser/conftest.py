@@ -53,7 +53,7 @@ class Pages:
     def __init__(self, browser, server: ServerProcess) -> None:
         self.browser = browser
         self.server = server
-        self.contexts = []
+        self.contexts: list = []
         self.errors: list[str] = []
 
     def new(self, path: str = "/"):

@@ -100,7 +100,7 @@ def test_admin_grants_crystals_from_the_console(pages, live_server):
     admin.fill("#grant-player", "nobody")
     admin.click("#grant-go")
     admin.wait_for_selector("#grant-result .error")
-    ledger = rest(live_server, "GET", "/players/me/ledger", _me(cid)["token"])
+    ledger = rest(live_server, "GET", "/players/me/ledger", _me(cid)["token"])["items"]
     assert [(r["asset"], r["delta"], r["reason"]) for r in ledger] == [("hound", 2, "paid order 42"),
                                                                        ("crystals", 70, "paid order 42")]
     cid.reload()

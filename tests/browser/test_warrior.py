@@ -113,7 +113,8 @@ PRUNE_SCRIPT = """async () => {
     symbols: { infantry: cards.length, archer: 0, knight: 0 }, cards }] : [], engines: [], attack_cards: [],
     victory_pile: 0, hand_size: 0, submitted: false });
   const card = (id) => ({ id, kind: 'creature', race: 'elves', symbols: { infantry: 1 } });
-  const msg = (decision, mine) => ({ status: 'running', version: 1, prompts: [{ seat: 0, kind: decision.kind, submitted: false }],
+  const msg = (decision, mine) => ({ status: 'running', version: 1,
+    prompts: [{ seat: 0, kind: decision.kind, submitted: false }],
     view: { phase: decision.kind, phase_id: 7, round: 1, seats: [seat(0, mine), seat(1, [card('t1'), card('t2')])],
             attack: null, attack_order: [], last_siege: [], pile_size: 10, discards: [], races: [], decision } });
   // siege: aim at t2, then t2 is destroyed by someone else's shot (same phase): the aim is dropped

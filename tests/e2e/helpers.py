@@ -73,6 +73,6 @@ def by_owner(nodes, match_id: str):
         owner = r.get(f"{a.prefix}lease:{match_id}")
     finally:
         r.close()
-    if owner is not None and owner.decode() == b.extra_env["BANNERFALL_NODE_ID"]:
+    if isinstance(owner, bytes) and owner.decode() == b.extra_env["BANNERFALL_NODE_ID"]:
         return b, a
     return a, b

@@ -31,7 +31,7 @@ def cli(*args: str, cwd=None, env: dict[str, str] | None = None, timeout: float 
 
 
 def one_line_error(res: subprocess.CompletedProcess) -> str:
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, res.stderr
     assert "Traceback" not in res.stderr and res.stderr.startswith("bannerfall: ")
     return lines[0]
@@ -53,7 +53,7 @@ def finished_match(sqlite_server):
     res = cli("demo", "--url", f"127.0.0.1:{sqlite_server.port}/", "--game", "provinces", "--players", "2",
               "--options", '{"max_rounds": 2}', timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    line = next(l for l in res.stdout.splitlines() if l.startswith("match ") and "started" in l)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("match ") and "started" in ln)
     short = line.split()[1]
     assert len(short) == 8
     return short, res.stdout
@@ -92,7 +92,7 @@ def _lobbies(url: str, status: str = "all") -> list[dict]:
     resp = httpx.get(url + "/api/v1/lobbies", params={"status": status}, timeout=10,
                      headers={"Authorization": f"Bearer {token}"})
     resp.raise_for_status()
-    return resp.json()
+    return resp.json()["items"]
 
 
 def test_unknown_bot_creates_nothing_on_the_server(sqlite_server):
@@ -261,7 +261,8 @@ def test_serve_runs_on_a_plain_postgresql_url():
 
 @pytest.mark.skipif(shutil.which("bannerfall") is None, reason="the console script is not installed")
 def test_console_script_gives_the_same_one_line():
-    res = subprocess.run(["bannerfall", "demo", "--game", "chess"], check=False, capture_output=True, text=True, timeout=30, env=ENV)
+    res = subprocess.run(["bannerfall", "demo", "--game", "chess"], check=False, capture_output=True, text=True,
+                         timeout=30, env=ENV)
     assert res.returncode == 2 and "unknown game" in one_line_error(res)
 
 

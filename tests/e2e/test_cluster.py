@@ -2,7 +2,6 @@
 nodes, lobbies seen everywhere, and a node killed in the middle of a simultaneous phase."""
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
@@ -46,10 +45,10 @@ async def test_match_across_two_nodes(cluster_env):
     try:
         async with RestClient(b.url, table.players[1].token) as on_b:
             lobbies = await on_b.lobbies()  # started lobbies are not open any more...
-            assert table.lobby_id and all(l["id"] != table.lobby_id for l in lobbies)
+            assert table.lobby_id and all(lob["id"] != table.lobby_id for lob in lobbies)
             fresh = await on_b.create_lobby("provinces", 2)
             async with RestClient(a.url, table.players[0].token) as on_a:
-                assert fresh["id"] in [l["id"] for l in await on_a.lobbies()]  # ...but new ones show on every node
+                assert fresh["id"] in [lob["id"] for lob in await on_a.lobbies()]  # ...but new ones show on every node
         s0, st0 = await connect(a.url, table.match_id, table.players[0].token)
         s1, st1 = await connect(b.url, table.match_id, table.players[1].token)  # a link to node a
         assert st1["seat"] == 1 and st1["version"] == st0["version"] == 0
@@ -61,7 +60,8 @@ async def test_match_across_two_nodes(cluster_env):
             ack = await recv_until(socks[seat], lambda m: m["type"] in ("ack", "error"))
             assert ack["type"] == "ack" and ack["version"] == step + 1
             for s in (0, 1):
-                states[s] = await recv_until(socks[s], lambda m: m["type"] == "state" and m["version"] == step + 1)
+                states[s] = await recv_until(
+                    socks[s], lambda m, step=step: m["type"] == "state" and m["version"] == step + 1)
         assert states[1]["prompts"] == states[0]["prompts"]
         for s in socks.values():
             await s.close()

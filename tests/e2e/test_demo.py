@@ -23,7 +23,7 @@ def test_demo_plays_a_whole_match(game, players, bot, tmp_path):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stderr == ""
     lines = out.stdout.splitlines()
-    over = next(l for l in lines if l.startswith("match over after"))
+    over = next(ln for ln in lines if ln.startswith("match over after"))
     assert not over.rstrip().endswith(":") and "None" not in over  # the reason, in words (Warrior too)
     standings = lines[lines.index("standings:") + 1:]
     assert len(standings) == players
@@ -31,9 +31,9 @@ def test_demo_plays_a_whole_match(game, players, bot, tmp_path):
     for line in standings:
         assert re.search(rf"\b\d+ {UNITS[game]}s?$", line), line  # integers with their unit
         assert f"{bot}-bot-" in line and "seat" not in line  # names, not seat numbers
-    progress = [l for l in lines if l.strip().startswith("v")]
+    progress = [ln for ln in lines if ln.strip().startswith("v")]
     assert len(progress) > 5  # progress was shown
     for debug in ("=None", "=True", "=False", "None", "{", "demo-host", "seat "):
-        assert not any(debug in l for l in progress), (debug, [l for l in progress if debug in l][:3])
+        assert not any(debug in ln for ln in progress), (debug, [ln for ln in progress if debug in ln][:3])
     assert "demo-host" not in out.stdout
     assert list(tmp_path.iterdir()) == []  # the throwaway server left nothing behind

@@ -63,7 +63,8 @@ async def test_admin_grants_crystals_audited(server):
             await adm.admin_grant_crystals("nobody", 10)
         assert (e.value.status, e.value.code) == (404, "not_found")
         for body in ({"amount": 0, "reason": "x"}, {"amount": 5}, {"amount": "lots", "reason": "x"},
-                     {"amount": "5", "reason": "x"}, {"amount": 5, "reason": "a\x00b"}, {"amount": 5, "reason": "x", "extra": 1}):
+                     {"amount": "5", "reason": "x"}, {"amount": 5, "reason": "a\x00b"},
+                     {"amount": 5, "reason": "x", "extra": 1}):
             with pytest.raises(ApiError) as e:
                 await adm.request("POST", f"/admin/players/{me['id']}/crystals", json=body)
             assert e.value.status == 422
@@ -75,7 +76,8 @@ async def test_admin_grants_crystals_audited(server):
             await adm.admin_grant_special(me["id"], "laser", 3)
         assert e.value.code == "unknown_special"
         await adm.admin_grant_special(me["id"], "joker", 4)
-        assert [(s["id"], s["matches_left"], s["cost"]) for s in (await ann.inventory())["specials"]] == [("joker", 4, 6)]
+        specials = (await ann.inventory())["specials"]
+        assert [(s["id"], s["matches_left"], s["cost"]) for s in specials] == [("joker", 4, 6)]
 
 
 async def test_spin_is_committed_before_and_revealed_after_5_2(server):
@@ -98,7 +100,8 @@ async def test_spin_is_committed_before_and_revealed_after_5_2(server):
         ledger = await p.ledger()
         assert ("crystals", "spin", -20) in [(r["asset"], r["kind"], r["delta"]) for r in ledger]
         if spin["prize"]:
-            assert {s["id"]: s["matches_left"] for s in inv["specials"]}[spin["prize"]["special"]] == spin["prize"]["matches"]
+            left = {s["id"]: s["matches_left"] for s in inv["specials"]}
+            assert left[spin["prize"]["special"]] == spin["prize"]["matches"]
         # another player cannot read it; bad ids are 404
         async with await player(server.url) as other:
             for sid, status in ((spin["id"], 404), ("x" * 100, 422)):

@@ -70,6 +70,7 @@ async def open_socket(url: str, match_id: str, token: str, address: str = "127.0
 async def closed_with(ws) -> int:
     with pytest.raises(websockets.ConnectionClosed) as closed:
         await asyncio.wait_for(ws.recv(), 10)
+    assert closed.value.rcvd is not None, "closed without a close frame"
     return closed.value.rcvd.code
 
 

@@ -38,13 +38,14 @@ async def test_whole_match_over_sockets_then_verify(server, db_url):
         spec_sock, spec_first = await connect(server.url, table.match_id, spectator.token)
         assert spec_first["viewer"] == "spectator" and spec_first["seat"] is None
         socks, firsts = [], []
-        for seat, c in enumerate(table.players):
+        for c in table.players:
             s, first = await connect(server.url, table.match_id, c.token)
             socks.append(s)
             firsts.append(first)
         bots = [make_bot("provinces", "random", seat) for seat in range(3)]
         results = await asyncio.wait_for(
-            asyncio.gather(*(play(s, b.decide, initial=f) for s, b, f in zip(socks, bots, firsts))), timeout=60)
+            asyncio.gather(*(play(s, b.decide, initial=f) for s, b, f in zip(socks, bots, firsts, strict=True))),
+            timeout=60)
         ended = results[0]
         assert ended["type"] == "ended" and ended["status"] == "finished"
         assert hashlib.sha256(bytes.fromhex(ended["seed"])).hexdigest() == ended["seed_hash"]

@@ -2,8 +2,6 @@
 same state, every acknowledged action kept, and its deadline honoured (SQLite and Postgres)."""
 from __future__ import annotations
 
-import asyncio
-
 from app.client import RestClient
 from app.runtime.bots import make_bot
 from tests.conftest import ServerProcess

@@ -26,7 +26,7 @@ async def test_real_traffic_matches_the_schemas(server):
         table = await start_match(server.url, game, seats, options={"max_rounds": 2} if game != "warrior" else {})
         seen: dict[str, int] = {}
 
-        def check(msg):
+        def check(msg, seen=seen):
             validate_server_message(msg)
             seen[msg["type"]] = seen.get(msg["type"], 0) + 1
 
@@ -41,7 +41,7 @@ async def test_real_traffic_matches_the_schemas(server):
         await socks[0].send({"type": "nope"})
         bots = [make_bot(game, "random", i) for i in range(seats)]
         await asyncio.wait_for(asyncio.gather(*(play(s, b.decide, initial=f, on_message=check)
-                                                for s, b, f in zip(socks, bots, firsts))), 300)
+                                                for s, b, f in zip(socks, bots, firsts, strict=True))), 300)
         assert {"state", "ack", "ended", "pong", "error"} <= set(seen), (game, seen)
         for s in socks:
             await s.close()

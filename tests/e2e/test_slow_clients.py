@@ -40,7 +40,9 @@ def heartbeat_server(tmp_path):
 
 def _sockets_gauge(url: str) -> float:
     text = httpx.get(url + "/metrics").text
-    return float(re.search(r"^bannerfall_sockets (\S+)$", text, re.M).group(1))
+    found = re.search(r"^bannerfall_sockets (\S+)$", text, re.M)
+    assert found is not None, text
+    return float(found.group(1))
 
 
 async def test_client_that_stops_reading_is_dropped_others_keep_pace(tight_server):

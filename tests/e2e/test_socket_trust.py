@@ -108,7 +108,8 @@ def _cluster(extra: dict[str, str], redis_url: str = REDIS_URL):
     nodes = [ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": f"node-{i}-{uuid.uuid4().hex[:4]}"})
              for i in range(2)]
     for n in nodes:
-        n.prefix, n.redis_url = prefix, redis_url
+        # extra fields the helpers read (tests/e2e/helpers.py); ServerProcess does not declare them
+        n.prefix, n.redis_url = prefix, redis_url  # type: ignore[attr-defined]
     nodes[0].start()
     nodes[1].admin_token = nodes[0].admin_token
     nodes[1].start()
@@ -263,7 +264,7 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
             await s1.send({"type": "act", "seq": seq, "action": {"type": "orders", "attack": []},
                            "version": st1["version"]})
             try:
-                answer = await recv_until(s1, lambda m: m["type"] in ("ack", "error") and m.get("seq") == seq,
+                answer = await recv_until(s1, lambda m, seq=seq: m["type"] in ("ack", "error") and m.get("seq") == seq,
                                           timeout=6)
                 assert answer["type"] == "ack", answer
             except websockets.ConnectionClosed as closed:
@@ -272,13 +273,14 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
                 s1, st1 = await connect(b.url, table.match_id, table.players[1].token)
                 await s1.send({"type": "act", "seq": seq, "action": {"type": "orders", "attack": []},
                                "version": st1["version"]})
-                answer = await recv_until(s1, lambda m: m["type"] in ("ack", "error") and m.get("seq") == seq,
+                answer = await recv_until(s1, lambda m, seq=seq: m["type"] in ("ack", "error") and m.get("seq") == seq,
                                           timeout=6)
                 assert answer["type"] == "ack", answer
             answers.append(answer)
             assert time.monotonic() - started < 12
             if st1["version"] < answer["version"]:
-                st1 = await recv_until(s1, lambda m: m["type"] == "state" and m["version"] >= answer["version"],
+                acked = answer["version"]
+                st1 = await recv_until(s1, lambda m, acked=acked: m["type"] == "state" and m["version"] >= acked,
                                        timeout=10)
             # a new act for the next round must see a connected pub/sub again
             await asyncio.sleep(0.3)

@@ -127,9 +127,9 @@ class PrivateRedis:
                 try:
                     if client.ping():
                         return
-                except redis.RedisError:
+                except redis.RedisError as exc:
                     if self.proc.poll() is not None or time.time() > end:
-                        raise RuntimeError(f"redis-server on port {self.port} did not start")
+                        raise RuntimeError(f"redis-server on port {self.port} did not start") from exc
                     time.sleep(0.05)
         finally:
             client.close()
@@ -210,15 +210,15 @@ class Nodes:
         return node
 
     def start_pair(self, names: tuple[str, str], **env: str) -> tuple[ServerProcess, ServerProcess]:
-        """Two nodes started at the same time (saves seconds on a loaded machine). Only the first
-        stores the admin token, so they never race to insert the admin row (issue 9 item 9 is about
-        that race, and is not what these tests are for)."""
+        """Two nodes started at the same time (saves seconds on a loaded machine), with the same admin
+        token (a node started with another token, or none, revokes the old admin; inserting the admin
+        row is idempotent, so two nodes starting together is safe: tests/e2e/test_admin_token.py)."""
         from concurrent.futures import ThreadPoolExecutor
 
         first, second = names
         with ThreadPoolExecutor(2) as pool:
             fa = pool.submit(self._start_one, first, env, self.admin_token)
-            fb = pool.submit(self._start_one, second, {**env, "BANNERFALL_ADMIN_TOKEN": ""})
+            fb = pool.submit(self._start_one, second, env, self.admin_token)
             a, b = fa.result(), fb.result()
         b.admin_token = a.admin_token
         self.admin_token = a.admin_token

@@ -79,7 +79,7 @@ async def test_item2_fencing_paused_owner_commits_nothing(nodes, private_pg, pri
         assert not on_b.closes and not on_b.errors and not on_b.hangs, (
             f"b could not write M after the old owner resumed: errors {on_b.errors}, closes {on_b.closes}, "
             f"old owner answered {kind} {msg}\n{node_log_tail(a, b)}")
-        for d, n in zip(drivers, healthy_acks):
+        for d, n in zip(drivers, healthy_acks, strict=True):
             d.assert_answered()
             assert not d.closes_since(0), f"{d.label}: a healthy match's socket was closed: {d.closes_since(0)}"
             assert len(d.acks) > n, f"{d.label}: the healthy match made no progress after the old owner resumed"
@@ -210,7 +210,8 @@ async def test_outage_node_killed_matches_go_on_within_3s(nodes, private_pg, pri
                                    attempts=attempts, first_timeout=2.5)
             await s1.act(2, ORDERS, v0)
             answer = await s1.answer(2, timeout=5)
-            if answer[0] == "ack" or (answer[0] == "error" and answer[1]["code"] not in ("match_moved", "storage_unavailable")):
+            if answer[0] == "ack" or (
+                    answer[0] == "error" and answer[1]["code"] not in ("match_moved", "storage_unavailable")):
                 break
             if answer[0] == "hang":
                 await s1.close()

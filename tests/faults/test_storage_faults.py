@@ -66,7 +66,7 @@ async def test_item1_log_gap_after_postgres_outage(nodes, private_pg):
         await _watch_log_has_no_gap(private_pg.url, mid, until=up + 4.0)
         # the players get back in (the match loads again) and resend what was not acknowledged
         socks = {0: s0, 1: s1}
-        for seat, (kind, msg) in answers.items():
+        for seat, (kind, _msg) in answers.items():
             if kind == "ack":
                 continue
             await socks[seat].close()

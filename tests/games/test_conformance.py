@@ -8,7 +8,8 @@ legality API (``check_action`` / ``can_act`` / ``legal_actions``) and every ``le
 example legal; views JSON-serialisable and filtered (no token of ``hidden_tokens`` in that viewer's
 view or events); ``apply`` never mutates its input; illegal actions raise ``IllegalAction`` with a
 snake_case code, the same as ``check_action``'s, and change nothing; outcomes well formed; random
-play to the end from many seeds, in bounded time; the deadline defaults of a phase end it. Game-specific rules stay in ``tests/games/<game>/``.
+play to the end from many seeds, in bounded time; the deadline defaults of a phase end it.
+Game-specific rules stay in ``tests/games/<game>/``.
 """
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def play(game: Game[Any, Any], seats: int, seed: bytes, *, checks: bool):
     """Random legal play to the end; returns (final state, [(seat, action)], [events wire per step])."""
     rng = random.Random(seed)
     state = game.setup(seats, None, seed)
-    log, trail = [], []
+    log: list = []
+    trail: list = []
     for _ in range(MAX_STEPS):
         if game.outcome(state) is not None:
             return state, log, trail
@@ -265,7 +267,7 @@ def test_illegal_actions_raise_illegal_action_with_a_code_and_change_nothing(gam
     seats = game.info.max_seats
     state = game.setup(seats, None, b"illegal")
     weird = [None, True, -1, 10 ** 30, 1.5, "", "0", [], {}, [None], ["x"], {"0": ["x"]}, "x" * 5000]
-    for step in range(60):
+    for _step in range(60):
         if game.outcome(state) is not None:
             break
         before = frozen(state)

@@ -139,6 +139,7 @@ async def make_timers(kind, prefix):
     pfx = prefix
 
     async def factory(node_id: str = "n1", *, url: str = REDIS_URL, **kw: Any):
+        timers: LocalTimers | RedisTimers
         if kind == "local":
             timers = LocalTimers(**kw)
         else:

@@ -10,13 +10,14 @@ import asyncio
 import random
 import time
 import uuid
+from typing import Any
 
 import pytest
 
 from app.config import Settings
 from app.db.database import make_engine
 from app.db.migrate import upgrade
-from app.db.repo import Repository
+from app.db.repo import MatchWrite, Repository
 from app.db.wallet import (
     CRYSTALS,
     InsufficientCrystals,
@@ -112,13 +113,23 @@ async def test_negative_grant_never_overdraws(two_nodes):
 
 
 async def _finished_match(repo: Repository, seats: list[dict], status: str = "finished") -> dict:
-    match = {"id": uuid.uuid4().hex, "game": "conquest", "options": {"loadouts": [s.get("loadout", []) for s in seats]},
+    """A match that ended the way a runner ends one: its last log record and the end update in one
+    fenced group commit (owner epoch 1, the creator's)."""
+    loadouts = [s.get("loadout", []) for s in seats]
+    match: dict[str, Any] = {
+             "id": uuid.uuid4().hex, "game": "conquest", "options": {"loadouts": loadouts},
              "seat_count": len(seats), "seats": seats, "seed": "00", "seed_hash": "00", "status": "running",
              "lobby_id": None, "deadlines": {}, "outcome": None, "version": 0, "created_at": time.time(),
-             "ended_at": None}
+             "ended_at": None, "owner_epoch": 1, "owner_node": "test"}
     await repo.create_match(match)
-    await repo.commit_batch([], [{"id": match["id"], "status": status, "ended_at": time.time()}])
-    return await repo.match(match["id"])
+    last = {"match_id": match["id"], "seq": 1, "seat": None, "kind": "abort" if status == "aborted" else "act",
+            "action": {"type": status}, "client_seq": None, "deadlines": {}, "created_at": time.time()}
+    refused = await repo.commit_batch([MatchWrite(match["id"], 1, [last],
+                                                  {"status": status, "ended_at": time.time()})])
+    assert refused == set()
+    ended = await repo.match(match["id"])
+    assert ended is not None and ended["status"] == status
+    return ended
 
 
 async def test_lifetime_counts_once_per_finished_match_across_nodes_5_1_2(two_nodes):

@@ -11,7 +11,8 @@ from sqlalchemy import insert, select, text, update
 
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
-from app.db.repo import MatchWrite, Repository, actions_t, matches_t
+from app.db.repo import MatchWrite, Repository
+from app.db.tables import actions_t, matches_t
 from tests.conftest import make_db_url
 
 

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
+from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner
 
 
@@ -73,7 +74,8 @@ def make_runner(game, seats: int, options: dict | None = None, seed: bytes = b"s
     deadlines = {}
     for p in game.prompts(state):
         deadlines[p.phase_id] = clock() + p.deadline_seconds
-    runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=writer, deadlines=deadlines,
+    runner = MatchRunner(match=match, game=game, state=state, version=0, deadlines=deadlines,
+                         log_writer=cast(LogWriter, writer),  # the in-memory twin, duck-typed
                          schedule=lambda m, ph, due: scheduled.append((m, ph, due)),
                          on_finished=finished.append, now=clock)
     return runner, writer, scheduled, finished

@@ -5,11 +5,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
-from app.api.deps import AdminDep, ManagerDep, RepoDep
+from app.api.deps import AdminDep, ManagerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.routes.matches import match_public
-from app.api.schemas import AbortRequest, MatchPublic, Text
+from app.api.schemas import AbortRequest, MatchPage, MatchPublic, Text
 from app.api.security import refuse_seated_admin
+from app.db.paging import BadCursor
 from app.games.base import ADMIN, IllegalAction
 from app.runtime.replay import ReplayMismatch, replay
 
@@ -20,20 +21,25 @@ MatchId = Annotated[Text, Path(max_length=64, description="a match id")]
 MAX_INT = 2**31 - 1
 
 
-@router.get("/matches", response_model=list[MatchPublic], responses=responses(401, 403))
-async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep,
+@router.get("/matches", response_model=MatchPage, responses=responses(401, 403))
+async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, settings: SettingsDep,
                        status: Annotated[Text | None, Query(max_length=16)] = None,
                        game: Annotated[Text | None, Query(max_length=32)] = None,
-                       limit: int = Query(100, ge=1, le=500),
-                       offset: int = Query(0, ge=0, le=MAX_INT)) -> list[MatchPublic]:
-    rows = await repo.matches(status=status, game=game, limit=limit, offset=offset)
+                       cursor: Annotated[Text | None, Query(max_length=512)] = None,
+                       limit: int = Query(100, ge=1, le=1000)) -> MatchPage:
+    """A page of every match, newest first, with seeds of ended ones: ``{items, next_cursor}``.
+    422 ``bad_cursor``."""
+    try:
+        rows, next_cursor = await repo.matches_page(status, game, min(limit, settings.page_max), cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from None
     out = [match_public(m) for m in rows]
     for m, row in zip(out, rows):
         m.seed = row["seed"] if row["status"] != "running" else None
         live = manager.runners.get(row["id"])
         if live is not None:
             m.version = live.durable_version
-    return out
+    return MatchPage(items=out, next_cursor=next_cursor)
 
 
 @router.get("/matches/{match_id}", responses=responses(401, 403, 404))

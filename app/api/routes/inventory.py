@@ -12,6 +12,7 @@ from app.api.meta_schemas import (
     CrystalGrant,
     GrantResult,
     Inventory,
+    LedgerPage,
     LedgerRow,
     LoadoutRequest,
     OwnedSpecialPublic,
@@ -35,6 +36,7 @@ PlayerId = Annotated[Text, Path(max_length=64, description="a player id")]
 LobbyId = Annotated[Text, Path(max_length=64, description="a lobby id")]
 #: ledger ids are 32-bit
 LedgerBefore = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="page back from this ledger id")]
+LedgerCursor = Annotated[Text | None, Query(max_length=512, description="next_cursor of the previous page")]
 _SPIN_ERRORS = {**responses(401, 409), 409: {"model": Error, "description": "`insufficient_crystals`: nothing taken"},
                 503: {"model": Error, "description": "`busy`: the spin lost several races in a row; try again"}}
 admin_router = APIRouter(prefix="/admin", tags=["admin"])
@@ -64,11 +66,30 @@ async def my_inventory(player: PlayerDep, wallets: WalletsDep, settings: Setting
     return await inventory_of(wallets, settings, player["id"])
 
 
-@router.get("/players/me/ledger", response_model=list[LedgerRow], responses=responses(401))
+async def ledger_page(wallets: WalletRepository, player_id: str, limit: int, before: int | None,
+                      cursor: str | None) -> LedgerPage:
+    """One page of a player's ledger, newest first, keyset by id (issue 14 item 5): ``cursor`` from
+    the previous page (or the older ``before`` id). Raises ApiError 422 ``bad_cursor``."""
+    from app.db.paging import BadCursor, decode_cursor, encode_cursor
+
+    if cursor is not None:
+        try:
+            (before,) = decode_cursor("ledger", cursor, (int,))
+        except BadCursor as exc:
+            raise ApiError(422, "bad_cursor", str(exc)) from None
+    rows = await wallets.ledger(player_id, limit + 1, before)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return LedgerPage(items=[LedgerRow(**r) for r in rows],
+                      next_cursor=encode_cursor("ledger", [rows[-1]["id"]]) if more else None)
+
+
+@router.get("/players/me/ledger", response_model=LedgerPage, responses=responses(401))
 async def my_ledger(player: PlayerDep, wallets: WalletsDep, limit: int = Query(100, ge=1, le=500),
-                    before: LedgerBefore = None) -> list[dict[str, Any]]:
-    """Every change of your balances, newest first (page back with ``before`` = the last id seen)."""
-    return await wallets.ledger(player["id"], limit, before)
+                    before: LedgerBefore = None, cursor: LedgerCursor = None) -> LedgerPage:
+    """Every change of your balances, newest first: ``{items, next_cursor}`` (pass ``next_cursor``
+    back as ``?cursor=``; ``before`` = a ledger id still works). 422 ``bad_cursor``."""
+    return await ledger_page(wallets, player["id"], limit, before, cursor)
 
 
 @router.get("/players/me/spins/next", response_model=SpinOffer, responses=responses(401))
@@ -97,7 +118,9 @@ async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
 
 
 @router.get("/players/me/spins", response_model=list[SpinPublic], responses=responses(401))
-async def my_spins(player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
+async def my_spins(
+    player: PlayerDep, wallets: WalletsDep, limit: int = Query(50, ge=1, le=500),
+) -> list[dict[str, Any]]:
     """Your spins, newest first, each with its revealed seed."""
     return await wallets.spins(player["id"], limit)
 
@@ -137,7 +160,10 @@ async def set_loadout(lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep
     loadout = await _checked_loadout(wallets, lobby["game"], body.loadout, player["id"])
     if not await wallets.set_seat_loadout(lobby_id, mine[0]["seat"], player["id"], loadout):
         raise ApiError(409, "not_seated", "you left the seat meanwhile")
-    return await lobby_public(repo, await repo.lobby(lobby_id))
+    fresh = await repo.lobby(lobby_id)
+    if fresh is None:  # lobbies are never deleted; kept for the type (the read is separate from the write)
+        raise not_found("lobby")
+    return await lobby_public(repo, fresh)
 
 
 # -- admins -------------------------------------------------------------------------------------
@@ -183,8 +209,10 @@ async def player_inventory(player_id: PlayerId, _admin: AdminDep, repo: RepoDep,
     return await inventory_of(wallets, settings, player_id)
 
 
-@admin_router.get("/players/{player_id}/ledger", response_model=list[LedgerRow], responses=responses(401, 403, 404))
+@admin_router.get("/players/{player_id}/ledger", response_model=LedgerPage, responses=responses(401, 403, 404))
 async def player_ledger(player_id: PlayerId, _admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
-                        limit: int = Query(100, ge=1, le=500), before: LedgerBefore = None) -> list[dict[str, Any]]:
+                        limit: int = Query(100, ge=1, le=500), before: LedgerBefore = None,
+                        cursor: LedgerCursor = None) -> LedgerPage:
+    """A player's ledger, newest first: ``{items, next_cursor}``, as ``GET /players/me/ledger``."""
     await _existing_player(repo, player_id)
-    return await wallets.ledger(player_id, limit, before)
+    return await ledger_page(wallets, player_id, limit, before, cursor)

@@ -16,6 +16,7 @@ from app.api.schemas import (
     BotsRequest,
     JoinRequest,
     LobbyCreate,
+    LobbyPage,
     LobbyPublic,
     PlayerPublic,
     SeatPublic,
@@ -97,13 +98,23 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     return await lobby_public(repo, await repo.lobby(lobby["id"]))
 
 
-@router.get("", response_model=list[LobbyPublic], responses=responses(401))
-async def list_lobbies(repo: RepoDep, _player: PlayerDep,
+@router.get("", response_model=LobbyPage, responses=responses(401))
+async def list_lobbies(repo: RepoDep, _player: PlayerDep, settings: SettingsDep,
                        game: Annotated[Text | None, Query(max_length=32)] = None,
-                       status: Literal["open", "started", "closed", "all"] = "open") -> list[LobbyPublic]:
-    """Lobbies, newest first (100 at most), by ``status`` (default ``open``) and ``game``."""
-    rows = await repo.lobbies(None if status == "all" else status, game)
-    return [await lobby_public(repo, r) for r in rows]
+                       status: Literal["open", "started", "closed", "all"] = "open",
+                       cursor: Annotated[Text | None, Query(max_length=512)] = None,
+                       limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> LobbyPage:
+    """A page of lobbies, newest first, by ``status`` (default ``open``) and ``game``:
+    ``{items, next_cursor}``; pass ``next_cursor`` back as ``?cursor=`` for the next page
+    (``limit`` at most ``page_max``). 422 ``bad_cursor``."""
+    from app.db.paging import BadCursor
+
+    try:
+        rows, next_cursor = await repo.lobbies_page(None if status == "all" else status, game,
+                                                    min(limit, settings.page_max), cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from None
+    return LobbyPage(items=[await lobby_public(repo, r) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/{lobby_id}", response_model=LobbyPublic, responses=responses(401, 404))

@@ -5,9 +5,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from app.api.deps import ManagerDep, PlayerDep, RepoDep
-from app.api.errors import not_found, responses
-from app.api.schemas import MatchPublic, MatchSeat, Text
+from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep
+from app.api.errors import ApiError, not_found, responses
+from app.api.schemas import MatchPage, MatchPublic, MatchSeat, Text
+from app.db.paging import BadCursor
 
 router = APIRouter(prefix="/matches", tags=["matches"])
 
@@ -43,10 +44,16 @@ async def get_match(match_id: MatchId, repo: RepoDep, manager: ManagerDep, _play
     return with_live_version(manager, match_public(m))
 
 
-@router.get("", response_model=list[MatchPublic], responses=responses(401))
-async def list_matches(repo: RepoDep, manager: ManagerDep, player: PlayerDep,
+@router.get("", response_model=MatchPage, responses=responses(401))
+async def list_matches(repo: RepoDep, manager: ManagerDep, player: PlayerDep, settings: SettingsDep,
                        status: Literal["running", "finished", "aborted"] | None = None,
-                       game: Annotated[Text | None, Query(max_length=32)] = None) -> list[MatchPublic]:
-    """Matches, newest first (public data only; filter by ``status`` and ``game``)."""
-    return [with_live_version(manager, match_public(m))
-            for m in await repo.matches(status=status, game=game, limit=100)]
+                       game: Annotated[Text | None, Query(max_length=32)] = None,
+                       cursor: Annotated[Text | None, Query(max_length=512)] = None,
+                       limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> MatchPage:
+    """A page of matches, newest first (public data only; filter by ``status`` and ``game``):
+    ``{items, next_cursor}``. 422 ``bad_cursor``."""
+    try:
+        rows, next_cursor = await repo.matches_page(status, game, min(limit, settings.page_max), cursor)
+    except BadCursor as exc:
+        raise ApiError(422, "bad_cursor", str(exc)) from None
+    return MatchPage(items=[with_live_version(manager, match_public(m)) for m in rows], next_cursor=next_cursor)

@@ -177,8 +177,9 @@ class RandomBot:
             tokens = [c["id"] for c in you["pool"]]
             rng.shuffle(tokens)
             size = you.get("hand_size", 2)
-            return {"type": "assign",
-                    "hands": {str(land): tokens[size * i:size * i + size] for i, land in enumerate(you["battle_lands"])}}
+            lands = you["battle_lands"]
+            hands = {str(land): tokens[size * i:size * i + size] for i, land in enumerate(lands)}
+            return {"type": "assign", "hands": hands}
         if kind == "decision":
             action: dict[str, Any] = {
                 "type": "decide", "folds": [land for land in you["decision_lands"] if rng.random() < self.fold_chance]}
@@ -325,6 +326,7 @@ class SensibleBot:
                     value = _pair_value(pool[i][0], pool[j][0])
                     if best is None or value > best[0]:
                         best = (value, i, j)
+            assert best is not None, "a battle's pool holds two cards at least"
             _, i, j = best
             hands[str(land)] = [pool[i][1], pool[j][1]]
             pool = [c for k, c in enumerate(pool) if k not in (i, j)]

@@ -206,7 +206,7 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     """2 cards per battle table from the seat's own deck for this round, which leaves out the flops
     of those tables (2.3)."""
     tables = st.tables
-    excluded = set()
+    excluded: set[int] = set()
     for land in lands:
         excluded.update(tables[land].flop)
     stacked = []
@@ -232,7 +232,7 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     cards = (stacked + rest)[:size] if stacked else rest[:size]
     first = st.dealt
     st.dealt = first + len(cards)
-    return tuple(zip(cards, map(st.tokens.token, range(first, st.dealt))))
+    return tuple(zip(cards, map(st.tokens.token, range(first, st.dealt)), strict=True))
 
 
 def _resolve_assign(st: State, events: list[Event]) -> None:
@@ -263,14 +263,13 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
         cards = tables[land].flop
         first = st.dealt
         st.dealt = first + len(cards)
-        flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt))))
+        flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt)), strict=True))
         holder = battle.holder
         if holder == NEUTRAL:
             # hound (5.3.2.2): a participant sees the neutral's hand, which needs ids now
             hound = bool(st.active) and any(st.has(seat, "hound") for seat in battle.paid)
             battle.hands[NEUTRAL] = tuple(_draw_from_table(st, battle, 2, issue=hound))
-            holder = "neutral"
-        started.append({"land": land, "holder": holder, "attackers": list(battle.attackers),
+        started.append({"land": land, "holder": _who(holder), "attackers": list(battle.attackers),
                         "defender": battle.defender,
                         "flop": [{"id": token, "card": _NAMES[card]} for card, token in flop]})
     events.append(Event("battles_started", {"battles": started}))
@@ -430,7 +429,9 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
     """Best five of seven; the best hand wins; a full tie refunds every finalist's stake and the
     table stays with its holder (3.6). The finalists' hands are shown to all (4.1)."""
     flop = battle.flop
-    board = (flop[0][0], flop[1][0], flop[2][0], battle.turn[0], battle.river[0])
+    turn, river = battle.turn, battle.river
+    assert turn is not None and river is not None  # the final follows the river stage (3.5)
+    board = (flop[0][0], flop[1][0], flop[2][0], turn[0], river[0])
     status = battle.status
     hands = battle.hands
     live = [seat for seat in battle.seats if status[seat] == LIVE]
@@ -451,7 +452,7 @@ def _final(st: State, battle: Battle, events: list[Event]) -> None:
          "category": category(ranks[seat])}
         for seat in live]
     if battle.jokers or battle.kept or battle.joker_cards:
-        for entry, seat in zip(shown, live):
+        for entry, seat in zip(shown, live, strict=True):
             _mark_final_hand(battle, seat, entry["cards"])
     events.append(Event("showdown", {"land": battle.land, "hands": shown}))
     if len(winners) == 1:
@@ -493,7 +494,7 @@ def _finish_battle(st: State, battle: Battle, winner: int, result: str, events: 
         st.scouted = {seat: lands - {battle.land} for seat, lands in st.scouted.items()}
     refunded = battle.refunded
     events.append(Event("battle_won", {"land": battle.land, "winner": _who(winner), "result": result,
-                                       "refunded": dict(zip(map(str, refunded), refunded.values())),
+                                       "refunded": {str(seat): n for seat, n in refunded.items()},
                                        "mana": list(st.mana)}))
 
 

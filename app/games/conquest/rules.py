@@ -200,7 +200,8 @@ def _reject(state: State, seat: Any, kind: str) -> NoReturn:
     if kind not in ACTION_TYPES:
         raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
     if kind == "decide" and phase != TURN and phase != RIVER:
-        raise IllegalAction("fold_before_paid", "a fold is possible only once a stage is paid and its card is open (3.4)")
+        raise IllegalAction("fold_before_paid",
+                            "a fold is possible only once a stage is paid and its card is open (3.4)")
     if type(seat) is not int or seat not in state.required:
         raise IllegalAction("no_prompt", f"seat {seat!r} has nothing to decide now")
     raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {phase} phase")

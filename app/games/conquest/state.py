@@ -58,7 +58,8 @@ class Options(BaseModel):
 
     starting_mana: int = Field(10, ge=0, le=1000, description="mana each seat starts with (1.4)")
     tables_to_win: int = Field(10, ge=2, le=23, description="tables a seat must control to win (2.5)")
-    max_rounds: int = Field(60, ge=1, le=1000, description="rounds before the match is decided on tables, then mana (2.5)")
+    max_rounds: int = Field(60, ge=1, le=1000,
+                            description="rounds before the match is decided on tables, then mana (2.5)")
     phase_seconds: int = Field(60, ge=5, le=3600, description="deadline of the orders, defence and assign phases (2)")
     decision_seconds: int = Field(20, ge=5, le=3600, description="deadline of a stay-or-fold decision (3.4)")
     # Filled by the server at match start (section 5), never by a client in lobby options:

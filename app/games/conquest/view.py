@@ -173,9 +173,9 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             if seat in finalists:  # the joker and the counted cards are public at the final
                 _mark_final_hand(battle, seat, [c for c in shown if "id" in c])
             elif seat in battle.jokers and (admin or seat == viewer):  # others see it only at the final
-                for entry in shown:
-                    if entry.get("id") == battle.jokers[seat]:
-                        entry["joker"] = True
+                for card in shown:
+                    if card.get("id") == battle.jokers[seat]:
+                        card["joker"] = True
         entry: dict[str, Any]
         if seat == NEUTRAL:
             entry = {"seat": "neutral", "role": "neutral", "status": battle.status[seat], "hand": shown}
@@ -196,7 +196,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         "turn": None if turn is None else {"id": turn[1], "card": _NAMES[turn[0]]},
         "river": None if river is None else {"id": river[1], "card": _NAMES[river[0]]},
         "participants": participants,
-        "winner": None if stage != STAGE_DONE else _who(battle.winner),
+        "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
 

@@ -71,7 +71,7 @@ class RandomBot(_TurnBot):
             return None
         me = view["viewer"]
         provinces = view["provinces"]
-        options = []
+        options: list[tuple[str, Any, Any, Any]] = []
         for p in provinces:
             if p["owner"] != me or not p["garrison"]:
                 continue

@@ -45,6 +45,7 @@ class ProvincesGame(GameBase[State]):
         """One ``turn`` prompt for the seat whose turn it is; its default is ``end_turn`` (rule 2.2)."""
         if state.result is not None:
             return []
+        assert state.current is not None  # None only once the result is set
         return [
             Prompt(
                 seat=state.current,

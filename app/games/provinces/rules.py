@@ -71,7 +71,7 @@ def setup_state(seats: int, options: Options, seed: bytes) -> State:
     next_token = 0
     garrisons = []
     for _p in range(board.size):
-        garrison = []
+        garrison: list[Card] = []
         while len(garrison) < STARTING_CARDS:
             ident = shoe.pop()
             if is_joker_ident(ident):
@@ -179,7 +179,9 @@ class Duel:
         self.defender_stack = defender_stack
 
 
-def fight(attacking: list[Card], defending: list[Card], tie_rule: str) -> tuple[list[Duel], list[Card], list[Card], list[Card], bool, bool]:
+def fight(
+    attacking: list[Card], defending: list[Card], tie_rule: str,
+) -> tuple[list[Duel], list[Card], list[Card], list[Card], bool, bool]:
     """Run a battle (rules 3.2–3.5). Returns ``(duels, attacker_survivors, defender_survivors,
     destroyed, attacker_routed, defender_routed)``; survivors in their final order. ``defending``
     must not be empty (rule 3.7: an empty province is taken without a duel)."""
@@ -215,10 +217,12 @@ def fight(attacking: list[Card], defending: list[Card], tie_rule: str) -> tuple[
         else:
             winner = "none"
         if winner == "attacker":
+            assert card is not None  # set with every winner other than "none"
             a_stack.append(card)
             destroyed.append(d)
             d_lost += 1
         elif winner == "defender":
+            assert card is not None
             d_stack.append(card)
             destroyed.append(a)
             a_lost += 1
@@ -307,7 +311,7 @@ def _reinforce(state: State, seat: int) -> list[Event]:
     added: dict[int, list[Card]] = {}
     next_token = state.next_token
     tokens = state.tokens
-    for ident, target in zip(drawn, placed_in):
+    for ident, target in zip(drawn, placed_in, strict=True):
         if target is None:
             discarded.append(ident)
             continue
@@ -372,6 +376,7 @@ def _finish(state: State, reason: str) -> Outcome:
 
 
 def _over_events(state: State) -> list[Event]:
+    assert state.result is not None  # called once the result is set
     return [Event("match_over", state.result.to_wire())]
 
 
@@ -487,14 +492,15 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
     retreated: tuple[Card, ...] = ()
     retreat_lost: tuple[Card, ...] = ()
     if defending:
-        duels, survivors, d_survivors, destroyed, a_routed, d_routed = fight(stack, list(defending), state.options.tie_rule)
+        duels, survivors, d_survivors, destroyed, a_routed, d_routed = fight(
+            stack, list(defending), state.options.tie_rule)
     else:  # rule 3.7: an empty province is taken without a duel
         duels, survivors, d_survivors, a_routed, d_routed = [], stack, [], False, True
     conquered = d_routed and not a_routed
     if conquered:  # rule 3.6
-        new_owners = list(owners)
-        new_owners[dst] = seat
-        new_owners = tuple(new_owners)
+        owners_after = list(owners)
+        owners_after[dst] = seat
+        new_owners = tuple(owners_after)
         new.owners = new_owners
         ages = list(state.ages)
         ages[dst] = state.turn

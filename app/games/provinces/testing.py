@@ -43,7 +43,8 @@ def make_card(spec: str, token: str, suit_index: int = 0) -> Card:
     rank, _, value = spec.partition(":")
     if rank not in FACE_VALUE:
         raise ValueError(f"bad card spec {spec!r}")
-    return Card(token, ident_of(rank, suit_index), rank, SUITS[suit_index & 3], int(value) if value else FACE_VALUE[rank])
+    strength = int(value) if value else FACE_VALUE[rank]
+    return Card(token, ident_of(rank, suit_index), rank, SUITS[suit_index & 3], strength)
 
 
 def build_position(

@@ -50,7 +50,7 @@ def render(state: State, viewer: int) -> dict[str, Any]:
     seats = state.seats
     province_count = [0] * seats
     card_count = [0] * seats
-    provinces = []
+    provinces: list[dict[str, Any]] = []
     append = provinces.append
     admin = viewer == ADMIN
     for p, q, r, adjacent in state.board._static:

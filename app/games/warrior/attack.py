@@ -149,7 +149,8 @@ def _step_target(s: WarriorState, ev: Events) -> str | None:
     options, candidates, size = target_options(s)
     if not options:
         if not atk.started:
-            ev.append(Event("attack_unused", {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
+            ev.append(Event("attack_unused",
+                            {"seat": atk.seat, "card": s.tokens[atk.card], "reason": "no_legal_target"}))
         return "finish_attack"
     forced = len(options) == 1 and len(next(iter(options.values()))) == 1 and len(candidates) == size
     if forced:
@@ -172,6 +173,7 @@ def _set_target(s: WarriorState, ev: Events, nation: int | None, target: tuple[i
         if s.card_set.cards[atk.card].mercenaries:
             atk.force = tuple(force)
         else:
+            assert nation is not None, "an attack card that is not mercenary names its nation"
             atk.nation = nation
             atk.force = tuple(s.nation(atk.seat, nation))  # the whole nation attacks
     atk.target = target
@@ -189,10 +191,11 @@ def _act_target(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Event
     atk = s.attack
     assert atk is not None
     options, candidates, size = target_options(s)
-    raw_target = action.get("target")
+    raw_target: Any = action.get("target")  # client JSON, checked by require() below
     require(_is_mapping(raw_target), "malformed_action", "'target' must be {seat, race}")
     t_seat = raw_target.get("seat")
-    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action", "target seat must be an integer")
+    require(isinstance(t_seat, int) and not isinstance(t_seat, bool), "malformed_action",
+            "target seat must be an integer")
     t_race = _race_arg(s, raw_target.get("race"))
     mercenary = None in options
     if mercenary:
@@ -255,7 +258,8 @@ def _step_exchange(s: WarriorState, ev: Events) -> str | None:
     if result.defender_losses:
         losses.append((atk.target[0], result.defender_losses, False))
     s.losses = tuple(losses)
-    waiting = tuple(sorted(seat for seat, n, from_att in losses if n < (len(atk.force) if from_att else len(defending))))
+    waiting = tuple(sorted(seat for seat, n, from_att in losses
+                           if n < (len(atk.force) if from_att else len(defending))))
     if waiting:
         _open(s, LOSE, waiting)
         return None
@@ -365,7 +369,7 @@ def _step_end_check(s: WarriorState, ev: Events) -> str | None:
 def _act_reattack(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
     atk = s.attack
     assert atk is not None
-    token = action.get("face_down")
+    token: Any = action.get("face_down")  # client JSON, checked by require() below
     require(isinstance(token, str), "malformed_action", "'face_down' must be the id of a face-up card of the force")
     (card,) = _cards_from(s, [token], atk.force, "not_in_force")
     atk.force = tuple(c for c in atk.force if c != card)

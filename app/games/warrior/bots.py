@@ -78,7 +78,8 @@ class RandomBot:
             return _keep_action(view, rng.sample(d["hand"], d["keep"]), rng)
         if kind == "place_wizards":
             sizes = {r: 1 for r in d["nations"]}
-            return {"type": "place_wizards", "wizards": _place(rng, [w["id"] for w in d["wizards"]], d["nations"], sizes)}
+            wizards = [w["id"] for w in d["wizards"]]
+            return {"type": "place_wizards", "wizards": _place(rng, wizards, d["nations"], sizes)}
         if kind == "siege":
             shots = []
             targets = list(d["targets"])
@@ -152,7 +153,8 @@ class CaptainBot:
             race = card["race"]
             mine = sizes.get(race, 0)
             best_other = max(
-                (n["size"] for s in view["seats"] if s["seat"] != view["viewer"] for n in s["nations"] if n["race"] == race),
+                (n["size"] for s in view["seats"] if s["seat"] != view["viewer"]
+                 for n in s["nations"] if n["race"] == race),
                 default=0,
             )
             majority = self._points(view, race) / 4.0 if mine + 1 >= best_other else 0.5
@@ -175,7 +177,8 @@ class CaptainBot:
             return _keep_action(view, ranked[: d["keep"]], None)
         if kind == "place_wizards":
             sizes = {race: n["size"] for race, n in _my_nations(view).items()}
-            return {"type": "place_wizards", "wizards": _place(None, [w["id"] for w in d["wizards"]], d["nations"], sizes)}
+            wizards = [w["id"] for w in d["wizards"]]
+            return {"type": "place_wizards", "wizards": _place(None, wizards, d["nations"], sizes)}
         if kind == "siege":
             return self._siege(view, d)
         if kind == "target":
@@ -246,6 +249,7 @@ class CaptainBot:
                 size = len(attack["force"])
             elif option["nation"] is not None:
                 own = self._nation(view, view["viewer"], option["nation"])
+                assert own is not None, "an option's nation is one of the viewer's own"
                 mine = {k: own["symbols"].get(k, 0) + card_symbols.get(k, 0) for k in ("infantry", "archer", "knight")}
                 size = own["size"]
             else:

@@ -86,7 +86,7 @@ def _symbols(row: dict[str, Any], where: str) -> tuple[int, int, int]:
     counts = tuple(raw.get(k, 0) for k in SYMBOLS)
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise CardSetError(f"{where}: symbol counts must be non-negative integers")
-    return counts  # type: ignore[return-value]
+    return counts
 
 
 def _face(card: CardDef, races: tuple[str, ...]) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def _face(card: CardDef, races: tuple[str, ...]) -> dict[str, Any]:
     if card.kind == CREATURE:
         face["race"] = races[card.race]
     if card.kind in (CREATURE, ATTACK):
-        face["symbols"] = {k: n for k, n in zip(SYMBOLS, (card.infantry, card.archer, card.knight)) if n}
+        face["symbols"] = {k: n for k, n in zip(SYMBOLS, (card.infantry, card.archer, card.knight), strict=True) if n}
     if card.kind == ATTACK:
         face["number"] = card.number
         face["attack"] = "mercenary" if card.mercenaries else "nation"
@@ -116,7 +116,8 @@ def parse_card_set(data: Any, *, max_seats: int = 4) -> CardSet:
     enemies: list[str] = []
     points: list[int] = []
     for i, race in enumerate(data["races"]):
-        if not isinstance(race, dict) or not isinstance(race.get("name"), str) or not isinstance(race.get("enemy"), str):
+        if (not isinstance(race, dict) or not isinstance(race.get("name"), str)
+                or not isinstance(race.get("enemy"), str)):
             raise CardSetError(f"race {i}: needs 'name' and 'enemy'")
         mp = race.get("majority_points")
         if not isinstance(mp, int) or isinstance(mp, bool) or mp < 0:
@@ -128,7 +129,7 @@ def parse_card_set(data: Any, *, max_seats: int = 4) -> CardSet:
         raise CardSetError("race names must be unique and at least one")
     index = {name: i for i, name in enumerate(races)}
     enemy_idx: list[int] = []
-    for name, enemy in zip(races, enemies):
+    for name, enemy in zip(races, enemies, strict=True):
         if enemy not in index or enemies[index[enemy]] != name or enemy == name:
             raise CardSetError(f"race {name}: enemy {enemy} must be another race naming {name} back")
         enemy_idx.append(index[enemy])

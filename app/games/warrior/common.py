@@ -4,7 +4,7 @@ argument parsing, opening a phase, drawing and reshuffling; warrior.md 2-4).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from app.games.base import Event, IllegalAction
 from app.games.warrior.cards import WIZARD
@@ -74,7 +74,7 @@ def _token_list(value: Any, field: str) -> list[str]:
     return value
 
 
-def _cards_from(s: WarriorState, tokens: list[str], allowed: list[int], code: str = "unknown_card") -> list[int]:
+def _cards_from(s: WarriorState, tokens: list[str], allowed: Sequence[int], code: str = "unknown_card") -> list[int]:
     """Map tokens to cards among ``allowed``; IllegalAction ``code`` for any other token."""
     by_token = {s.tokens[c]: c for c in allowed}
     out = []
@@ -157,6 +157,7 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
             if wizard is not None:
                 s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
                 s.discards += (wizard,)
-                ev.append(Event("wizard_discarded", {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
+                ev.append(Event("wizard_discarded",
+                                {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
     s.victory[by] += (card,)
     ev.append(Event("card_destroyed", data))

@@ -89,7 +89,7 @@ def exchange(
     att[0] += bonus_att
     dfn[0] += bonus_def
     att_losses = def_losses = 0
-    for a, d in zip(att, dfn):
+    for a, d in zip(att, dfn, strict=False):  # the highest dice pair off; the longer side's rest count nothing
         if a > d:
             def_losses += 1
         else:

@@ -34,6 +34,7 @@ from app.games.warrior.state import (
 )
 
 LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
+DEFAULT_TIMING = Timing(60.0, 20.0, 10.0)  # deadlines of a built position (seconds); Timing is frozen
 #: "D": a creature with two or more symbols (only in card sets that have one).
 
 
@@ -89,7 +90,7 @@ def position(
     round: int = 1,
     dice: Sequence[int] | None = None,
     seed: bytes = b"warrior-position",
-    timing: Timing = Timing(60.0, 20.0, 10.0),
+    timing: Timing = DEFAULT_TIMING,
     card_set: CardSet | None = None,
 ) -> tuple[WarriorState, list]:
     """Build a position and run the flow to its first decision point. Returns (state, events).

@@ -190,7 +190,7 @@ def _wizard_choice(
 
 
 def _place_wizards(s: WarriorState, seat: int, placement: list[tuple[int, int | None]], ev: Events) -> None:
-    out = []
+    out: list[dict[str, Any]] = []
     for w, r in placement:
         if r is None:
             s.discards += (w,)
@@ -341,8 +341,10 @@ def _resolve_keep(s: WarriorState, ev: Events) -> str:
             "seat": seat,
             "kept": [face(s, c) for c in choice.kept],
             "discarded": [face(s, c) for c in discarded],
-            "wizards": [{"wizard": s.tokens[c], "nation": races[r] if r is not None else None} for c, r in choice.wizards],
-            "attacks": [{"card": s.tokens[c], "nation": races[r] if r is not None else None} for c, r in choice.attacks],
+            "wizards": [{"wizard": s.tokens[c], "nation": races[r] if r is not None else None}
+                        for c, r in choice.wizards],
+            "attacks": [{"card": s.tokens[c], "nation": races[r] if r is not None else None}
+                        for c, r in choice.attacks],
         }))
     queue.sort(key=lambda q: cards[q[0]].number)
     s.queue = tuple(queue)
@@ -387,7 +389,8 @@ def _step_game_over(s: WarriorState, ev: Events) -> None:
     points, majorities = score(s)
     keys = [(points[seat], len(s.victory[seat])) for seat in range(s.seats)]
     ranks = {seat: 1 + sum(1 for k in keys if k > keys[seat]) for seat in range(s.seats)}
-    s.result = Outcome(ranks=ranks, scores={seat: points[seat] for seat in range(s.seats)}, reason="three_rounds_played")
+    scores = {seat: points[seat] for seat in range(s.seats)}
+    s.result = Outcome(ranks=ranks, scores=scores, reason="three_rounds_played")
     s.phase = OVER
     s.phase_id += 1
     s.waiting = ()
@@ -444,12 +447,13 @@ def apply(state: WarriorState, seat: int, action: Mapping[str, Any]) -> tuple[Wa
         kind = action["type"]
     else:
         kind = action_type(action)
-    require(isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < state.seats, "invalid_seat", "no such seat")
+    require(isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < state.seats,
+            "invalid_seat", "no such seat")
     require(state.phase != OVER, "match_over", "the match is over")
     entry = _ACTIONS.get(kind)
     if entry is None:
         raise IllegalAction("unknown_action", f"unknown action type {kind!r}")
-    phase, handler = entry  # type: ignore[misc]
+    phase, handler = entry
     if state.phase != phase:
         raise IllegalAction("wrong_phase", f"{kind!r} is not an action of the {state.phase} phase")
     require(seat in state.waiting, "not_your_turn", "nothing is asked of this seat now")

@@ -49,7 +49,7 @@ def _open_siege(s: WarriorState, ev: Events, after: str) -> str | None:
 
 
 def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
-    raw = action.get("shots")
+    raw: Any = action.get("shots")  # client JSON, checked by require() below
     require(isinstance(raw, list), "malformed_action", "'shots' must be a list of {engine, target}")
     require(len(raw) <= len(s.engines[seat]), "too_many_shots", "one shot per siege engine")
     shots = []
@@ -59,7 +59,8 @@ def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events
     for shot in raw:
         require(_is_mapping(shot), "malformed_action", "each shot is {engine, target}")
         engine_token, target_token = shot.get("engine"), shot.get("target")
-        require(isinstance(engine_token, str) and isinstance(target_token, str), "malformed_action", "engine and target are card ids")
+        require(isinstance(engine_token, str) and isinstance(target_token, str), "malformed_action",
+                "engine and target are card ids")
         (engine,) = _cards_from(s, [engine_token], s.engines[seat], "not_your_engine")
         (target,) = _cards_from(s, [target_token], allowed, "illegal_siege_target")
         require(engine not in engines_used, "duplicate_card", "an engine fires once")
@@ -88,7 +89,8 @@ def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
     for seat in s.waiting:
         for shot in s.choices[seat]:
             if shot.target not in siege_targets(s, seat):
-                ev.append(Event("siege_void", {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
+                ev.append(Event("siege_void",
+                                {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
                 continue
             (die,) = roll(s.draw_rng(), 1)
             hit = die >= SIEGE_HIT

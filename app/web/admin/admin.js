@@ -107,7 +107,7 @@ async function console_() {
     if (filters.game) q.set("game", filters.game);
     let rows;
     try {
-      rows = await adminApi("GET", `/admin/matches?${q}`);
+      rows = (await adminApi("GET", `/admin/matches?${q}`)).items; // the newest page ({items, next_cursor})
       if (ticket !== listRequest) return;
     } catch (exc) {
       if (exc.status === 401 || exc.status === 403) return signOut();

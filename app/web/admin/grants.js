@@ -16,7 +16,7 @@ export function grantsPanel(adminApi, specials) {
 
   async function show(id) {
     const [inv, rows] = await Promise.all([adminApi("GET", `/admin/players/${id}/inventory`),
-      adminApi("GET", `/admin/players/${id}/ledger?limit=10`)]);
+      adminApi("GET", `/admin/players/${id}/ledger?limit=10`).then((page) => page.items)]);
     replace(out,
       h("p", "Crystals: ", h("strong#grant-balance", String(inv.crystals)), " · specials: ",
         inv.specials.map((s) => `${words(s.id)} (${s.matches_left})`).join(", ") || "none"),

@@ -66,7 +66,7 @@ export async function renderInventory(root, { stillHere }) {
     h("section.card-panel.wide", h("h2", "Ledger"), ledger)));
 
   async function load() {
-    const [inv, rows] = await Promise.all([api("GET", "/players/me/inventory"), api("GET", "/players/me/ledger?limit=30")]);
+    const [inv, rows] = await Promise.all([api("GET", "/players/me/inventory"), api("GET", "/players/me/ledger?limit=30").then((page) => page.items)]);
     if (!stillHere()) return;
     crystals.textContent = String(inv.crystals);
     price.textContent = String(inv.spin.price);

@@ -70,17 +70,36 @@ export async function renderHome(root, { stillHere }) {
   }
   replace(createBox, createForm(all));
 
-  async function refresh() {
+  // lists are paged by the server ({items, next_cursor}); "More lobbies" shows one more page
+  let lobbyPages = 1;
+  const moreLobbies = h("button#more-lobbies.small", { type: "button", hidden: true,
+    on: { click: () => { lobbyPages += 1; refresh(false); } } }, "More lobbies");
+  list.after(moreLobbies);
+
+  async function openLobbies() {
+    let items = [];
+    let cursor = null;
+    for (let i = 0; i < lobbyPages; i += 1) {
+      const page = await api("GET", `/lobbies?status=open${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      items = items.concat(page.items);
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    return { items, more: Boolean(cursor) };
+  }
+
+  async function refresh(again = true) {
     if (!stillHere()) return;
     try {
       const [lobbies, running, finished] = await Promise.all([
-        api("GET", "/lobbies?status=open"),
-        api("GET", "/matches?status=running"),
-        api("GET", "/matches?status=finished"),
+        openLobbies(),
+        api("GET", "/matches?status=running&limit=50"),
+        api("GET", "/matches?status=finished&limit=10"),
       ]);
       if (!stillHere()) return;
-      renderLobbies(list, lobbies, me);
-      renderMatches(matchList, [...running, ...finished.slice(0, 10)], me);
+      renderLobbies(list, lobbies.items, me);
+      moreLobbies.hidden = !lobbies.more;
+      renderMatches(matchList, [...running.items, ...finished.items], me);
     } catch (exc) {
       if (exc.status === 401) {
         savePlayer(null);
@@ -90,7 +109,7 @@ export async function renderHome(root, { stillHere }) {
       }
       replace(list, h("p.error", errorText(exc)));
     }
-    if (stillHere()) setTimeout(refresh, 3000);
+    if (again && stillHere()) setTimeout(refresh, 3000);
   }
   refresh();
 }

@@ -83,7 +83,8 @@ def test_3_2_turn_costs_one_and_opens_the_turn_card():
     assert card_name(battle.turn[0]) == "Js" and battle.river is None
     opened = next(e for e in events if e.type == "stage_opened")
     assert opened.audience is None and opened.data["stage"] == "turn"
-    assert opened.data["tables"] == [{"land": B, "paid": [0, 1], "technical_folds": [], "card": opened.data["tables"][0]["card"]}]
+    card = opened.data["tables"][0]["card"]
+    assert opened.data["tables"] == [{"land": B, "paid": [0, 1], "technical_folds": [], "card": card}]
     assert opened.data["tables"][0]["card"]["card"] == "Js"
     assert [(p.seat, p.kind) for p in GAME.prompts(state)] == [(0, "decision"), (1, "decision")]
 
@@ -207,7 +208,7 @@ def test_3_5_last_one_left_takes_the_table_at_once():
 def test_3_5_none_left_table_stays_with_its_holder():
     board = board_of(3)
     x, a, c = fork(board)
-    spare = next(l for l in range(board.size) if l not in (x, a, c))
+    spare = next(ld for ld in range(board.size) if ld not in (x, a, c))
     state = position(seats=3, owner={a: 0, c: 1, x: 2, spare: 2})
     state, _ = finish_phase(state, orders({0: [x], 1: [x], 2: []}))
     state, _ = finish_phase(state)  # seat 2 does not defend: 0 and 1 fight

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -26,7 +27,7 @@ from .support import (
 )
 from .test_battle import COMMON, N1, N2, A, B, duel
 
-_JUNK = [None, True, False, -1, 0, 1, 7, 99, 10 ** 30, 1.5, "", "0", "x" * 13, [], [None], [True], [-1],
+_JUNK: list = [None, True, False, -1, 0, 1, 7, 99, 10 ** 30, 1.5, "", "0", "x" * 13, [], [None], [True], [-1],
          [0, 0], list(range(100)), {}, {"0": []}, {"a": 1}, [[1]], "aaaaaaaaaaaa"]
 
 
@@ -37,12 +38,13 @@ def _junk_action(rng: random.Random, state) -> object:
     action = {"type": kind}
     for field in ("attack", "lands", "folds", "hands"):
         if rng.random() < 0.6:
-            value = rng.choice(_JUNK)
+            value: Any = rng.choice(_JUNK)
             if rng.random() < 0.3:
                 value = [rng.randrange(-3, state.board.size + 3) for _ in range(rng.randrange(0, 5))]
             if field == "hands" and rng.random() < 0.5:
                 pool = [d[1] for pool in state.pools.values() for d in pool] or ["zzzzzzzzzzzz"]
-                value = {rng.choice(["0", "1", "5", "-1", "x", 3]): rng.sample(pool, min(len(pool), rng.randrange(0, 4)))
+                value = {rng.choice(["0", "1", "5", "-1", "x", 3]):
+                         rng.sample(pool, min(len(pool), rng.randrange(0, 4)))
                          for _ in range(rng.randrange(0, 4))}
             action[field] = value
     return action
@@ -77,8 +79,8 @@ def test_fuzz_only_illegal_action_and_state_unchanged():
 def test_simultaneous_submissions_are_all_kept_and_replaceable():
     board = board_of(3)
     x, a, c = fork(board)
-    spare = next(l for l in range(board.size) if l not in (x, a, c)
-                 and l not in board.neighbours[a] and l not in board.neighbours[c])
+    spare = next(ld for ld in range(board.size) if ld not in (x, a, c)
+                 and ld not in board.neighbours[a] and ld not in board.neighbours[c])
     state = position(seats=3, owner={a: 0, c: 1, spare: 2})
     other = next(n for n in board.neighbours[a] if n != x and state.owner[n] == -1)
     phase_id = state.phase_id
@@ -98,7 +100,7 @@ def test_simultaneous_submissions_are_all_kept_and_replaceable():
 
 def test_bad_input_each_has_a_code_and_leaves_state_unchanged():
     state = position(owner={A: 0, B: 1}, mana=[2, 10])
-    far = next(l for l in range(state.board.size) if state.board.distance[A][l] >= 2 and l != B)
+    far = next(ld for ld in range(state.board.size) if state.board.distance[A][ld] >= 2 and ld != B)
     assert_illegal(state, 0, {"type": "orders", "attack": [far]}, "not_adjacent")
     assert_illegal(state, 0, {"type": "orders", "attack": [A]}, "own_land")
     assert_illegal(state, 0, {"type": "orders", "attack": [N1, N2, COMMON]}, "not_enough_mana")

@@ -80,7 +80,7 @@ def _probes(state) -> list[tuple[int, Any]]:
 
 def _step(state, seat: int | None, action: Any, events) -> str:
     viewers = list(range(state.seats)) + [SPECTATOR, ADMIN]
-    probe_results = []
+    probe_results: list[list] = []
     for probe_seat, probe in _probes(state):
         try:
             _, probe_events = GAME.apply(state, probe_seat, probe)

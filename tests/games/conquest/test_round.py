@@ -90,7 +90,7 @@ def test_2_1_at_most_ten_battles_a_round():
         counts[land] = len(board.neighbours[land])
     mine = set()
     targets = set()
-    for land in sorted(range(board.size), key=lambda l: -counts[l]):
+    for land in sorted(range(board.size), key=lambda ld: -counts[ld]):
         if len(targets - mine) >= 11:
             break
         if land in targets:
@@ -164,8 +164,8 @@ def test_2_2_several_attackers_fight_among_themselves():
     x, a, c = fork(board)
     # x held by seat 2, undefended: seats 0 and 1 fight each other for it
     state = position(seats=3, owner={a: 0, c: 1, x: 2,
-                                     next(l for l in range(board.size) if l not in (x, a, c) and
-                                          l not in board.neighbours[a] and l not in board.neighbours[c]): 2})
+                                     next(ld for ld in range(board.size) if ld not in (x, a, c) and
+                                          ld not in board.neighbours[a] and ld not in board.neighbours[c]): 2})
     state, _ = finish_phase(state, orders({0: [x], 1: [x], 2: []}))
     state, events = finish_phase(state)  # seat 2 does not defend
     battle = state.battles[x]
@@ -239,10 +239,11 @@ def test_2_3_pool_deck_leaves_out_the_flops_of_own_tables():
     assert hand == parse_cards("7s2c")  # Ac and Kd are on the flop: never in the pool
     for seed in range(30):  # and on random deals
         s = GAME.setup(2, None, b"pool-%d" % seed)
-        target = [l for l in s.board.neighbours[s.board.starts[0]] if s.owner[l] == NEUTRAL]
+        target = [ld for ld in s.board.neighbours[s.board.starts[0]] if s.owner[ld] == NEUTRAL]
         s, _ = finish_phase(s, orders({0: target[:3], 1: []}))
         for land in target[:3]:
-            flop = set(s.tables[land].flop) if s.battles[land].stage == "assign" else {d[0] for d in s.battles[land].flop}
+            battle = s.battles[land]
+            flop = set(s.tables[land].flop) if battle.stage == "assign" else {d[0] for d in battle.flop}
             pool = s.pools.get(0) or s.battles[land].hands[0]
             assert not flop & {d[0] for d in pool}
 
@@ -280,7 +281,7 @@ def _double_capture(mana):
             for a in board.neighbours[x]:
                 for c in board.neighbours[y]:
                     if len({x, y, a, c}) == 4 and a not in board.neighbours[y] and c not in board.neighbours[x]:
-                        spare = next(l for l in range(board.size) if l not in (x, y, a, c))
+                        spare = next(ld for ld in range(board.size) if ld not in (x, y, a, c))
                         state = position(seats=3, owner={a: 0, c: 1, x: 2, y: 2, spare: 2}, mana=mana,
                                          options={"tables_to_win": 2})
                         state, _ = finish_phase(state, orders({0: [x], 1: [y], 2: []}))

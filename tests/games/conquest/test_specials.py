@@ -166,7 +166,8 @@ def test_5_3_1_6_big_brother_sees_every_table_for_free():
     state, _ = use(state, 0, "big_brother")
     view = GAME.view(state, 0)
     assert state.mana[0] == 2
-    assert [flop_faces(view, land) for land in (A, B, N1)] == [["2c", "7d", "9h"], ["3c", "8d", "Th"], ["4c", "9d", "Jh"]]
+    assert [flop_faces(view, land) for land in (A, B, N1)] == [
+        ["2c", "7d", "9h"], ["3c", "8d", "Th"], ["4c", "9d", "Jh"]]
     assert all(c["seen"] == "big_brother" for land in view["lands"] for c in land["flop"])
     assert all(flop_faces(GAME.view(state, 1), land) == [None] * 3 for land in (A, B, N1))
 
@@ -380,7 +381,7 @@ def test_5_sensible_bot_activates_affordable_specials_and_plays_its_joker_and_do
             seen[seat].append(action["special"])
         if action.get("keep"):
             kept.append(seat)
-        for seat_, mana in enumerate(state.mana):
+        for mana in state.mana:
             assert mana >= 0
 
     loadout = choose_loadout(["joker", "double_hand", "free_fold", "scout", "big_brother"], max_specials=4)
@@ -453,7 +454,8 @@ def test_5_fuzz_special_actions_only_illegal_action_and_state_unchanged():
             tried += 1
         assert snapshot(state) == before  # neither a refused nor an accepted try changed it
         prompt = next(p for p in GAME.prompts(state) if not p.submitted)
-        state, _ = GAME.apply(state, prompt.seat, bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire_prompt(prompt)))
+        action = bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire_prompt(prompt))
+        state, _ = GAME.apply(state, prompt.seat, action)
     assert tried > 300 and accepted > 0
     assert_illegal(state, 0, special("loyalty"), "match_over")
 

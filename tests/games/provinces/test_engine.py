@@ -25,7 +25,7 @@ def play(seats: int, seed: bytes, bot_kinds, options=None, on_step=None, max_ste
     """Play a bot match to its end; returns (final state, [(seat, action)], step count)."""
     state = GAME.setup(seats, options, seed)
     bots = [bot_kinds[i % len(bot_kinds)](i * 7919 + len(seed)) for i in range(seats)]
-    log = []
+    log: list = []
     for _ in range(max_steps):
         if GAME.outcome(state) is not None:
             return state, log

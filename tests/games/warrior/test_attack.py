@@ -45,7 +45,8 @@ def test_4_1_nation_attack_targets_same_race_or_natural_enemy_of_other_players()
 
 
 def test_4_1_card_nation_gone_or_protected_player_picks_another_nation():
-    s, _ = position(nations={0: {"elves": "II", "dwarves": "II", "barbarians": "I"}, 1: {"goblins": "I", "undead": "I"}},
+    s, _ = position(nations={0: {"elves": "II", "dwarves": "II", "barbarians": "I"},
+                             1: {"goblins": "I", "undead": "I"}},
                     wizards={0: ["elves"]}, attacks=[(0, 1, "elves")], dice=[6, 6, 6, 1])
     assert s.phase == TARGET
     options = {o["nation"]: [t["race"] for t in o["targets"]] for o in GAME.view(s, 0)["decision"]["options"]}

@@ -19,10 +19,10 @@ from .helpers import BOT_CLASSES, fingerprint, play_match, prompt_dict
 def _junk(rng: random.Random, s, seat):
     """Malformed or hostile actions built around the current legal default."""
     prompts = [p for p in GAME.prompts(s) if p.seat == seat]
-    base = dict(prompts[0].default_action) if prompts else {"type": "keep", "cards": []}
-    junk_values = [None, -1, 10**12, -(10**12), 3.5, True, "", "x" * 5000, [], {}, ["a"] * 100000,
+    base: dict = dict(prompts[0].default_action) if prompts else {"type": "keep", "cards": []}
+    junk_values: list = [None, -1, 10**12, -(10**12), 3.5, True, "", "x" * 5000, [], {}, ["a"] * 100000,
                    [[1]], {"a": {"b": []}}, [None], [-1], float("nan"), "elves", {"seat": "1", "race": 4}]
-    out = [
+    out: list = [
         None, 5, "keep", [], {}, {"type": None}, {"type": 7}, {"type": "explode"}, {"type": "keep"},
         {"type": "keep", "cards": "abc"}, {"type": "keep", "cards": [1, 2, 3, 4]},
         {"type": "keep", "cards": ["x"] * 10000}, {"type": "lose", "cards": None},
@@ -60,7 +60,8 @@ def test_fuzz_only_illegal_action_and_state_unchanged():
         while s.phase != OVER:
             before = fingerprint(s)
             for seat in (rng.randrange(seats), rng.choice([-5, seats, 99, True, "0", None])):
-                for action in _junk(rng, s, seat) if isinstance(seat, int) and 0 <= seat < seats else [{"type": "go_on"}]:
+                valid_seat = isinstance(seat, int) and 0 <= seat < seats
+                for action in _junk(rng, s, seat) if valid_seat else [{"type": "go_on"}]:
                     try:
                         GAME.apply(s, seat, action)
                         accepted += 1
@@ -105,7 +106,8 @@ def test_prompts_invariants_and_defaults_always_legal():
         play_match(seed + 100, seats, BOT_CLASSES[seed % 2], on_step=check)
 
 
-@pytest.mark.parametrize("bot_cls", [RandomBot, CaptainBot, (CaptainBot, RandomBot)], ids=["random", "captain", "mixed"])
+@pytest.mark.parametrize("bot_cls", [RandomBot, CaptainBot, (CaptainBot, RandomBot)],
+                         ids=["random", "captain", "mixed"])
 def test_seeded_bot_matches_end_with_an_outcome(bot_cls):
     for seed in range(40):
         seats = 2 + seed % 3

@@ -70,7 +70,8 @@ def test_2_1_players_are_served_in_seat_order():
 
 
 def test_2_2_nations_are_public_with_counts_and_symbols():
-    s, _ = position(nations={0: {"elves": "IAK", "dwarves": "I"}, 1: {"trolls": "II"}}, hands={0: ["elves:I"], 1: ["trolls:A"]})
+    s, _ = position(nations={0: {"elves": "IAK", "dwarves": "I"}, 1: {"trolls": "II"}},
+                    hands={0: ["elves:I"], 1: ["trolls:A"]})
     v = GAME.view(s, SPECTATOR)
     n0 = {n["race"]: n for n in v["seats"][0]["nations"]}
     assert n0["elves"]["size"] == 3 and n0["elves"]["symbols"] == {"infantry": 1, "archer": 1, "knight": 1}
@@ -126,6 +127,7 @@ def test_2_3_default_is_the_largest_unprotected_nation_and_a_spare_wizard_is_dis
 
 
 def test_2_3_siege_engines_lie_face_up_beside():
-    s, _ = position(nations={0: {"elves": "II"}, 1: {"trolls": "II"}}, engines={0: 2}, hands={0: ["elves:I"], 1: ["trolls:I"]})
+    s, _ = position(nations={0: {"elves": "II"}, 1: {"trolls": "II"}}, engines={0: 2},
+                    hands={0: ["elves:I"], 1: ["trolls:I"]})
     v = GAME.view(s, 1)
     assert [e["kind"] for e in v["seats"][0]["engines"]] == ["siege_engine", "siege_engine"]

@@ -110,7 +110,7 @@ def test_7_leak_test_over_seeded_bot_matches():
     for seed in range(30):
         seats = 2 + seed % 3
 
-        def check(state, events, seats=seats):
+        def check(state, events, seats=seats, seed=seed):
             nonlocal checked_hidden
             for viewer in (*range(seats), SPECTATOR):
                 hidden = GAME.hidden_tokens(state, viewer)

@@ -1,0 +1,174 @@
+"""Accounts (issue 14 item 1): a guest claims its player with a username and password, signs in
+from another device for a new token, lists and revokes its tokens (sign out everywhere).
+
+Passwords are hashed with argon2id (:mod:`app.api.passwords`); tokens are 256-bit random, stored only
+as SHA-256 (:func:`app.api.deps.hash_token`). Sign-in attempts are rate limited per username and per
+client address (``rate_limit_sign_in``, ``rate_limit_sign_in_ip``). Protocol: ``docs/protocol.md``
+("Accounts").
+"""
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Request, Response
+
+from app.api import limits as api_limits
+from app.api.deps import PlayerDep, RepoDep, hash_token
+from app.api.errors import ApiError, not_found, responses
+from app.api.names import NameRefused, check_name, check_username, username_key
+from app.api.passwords import PASSWORD_MAX, PASSWORD_MIN, Passwords
+from app.api.schemas import (
+    AccountPublic,
+    ClaimRequest,
+    PlayerPublic,
+    RevokedTokens,
+    SignedIn,
+    SignInRequest,
+    Text,
+    TokenList,
+    TokenPublic,
+)
+from app.db.accounts import AccountRefused, AccountsRepository
+
+router = APIRouter(prefix="/accounts", tags=["accounts"])
+
+
+def get_accounts(request: Request) -> AccountsRepository:
+    state = request.app.state
+    if getattr(state, "accounts", None) is None:
+        state.accounts = AccountsRepository(state.repo.engine)
+    return state.accounts
+
+
+def get_passwords(request: Request) -> Passwords:
+    state = request.app.state
+    if getattr(state, "passwords", None) is None:
+        state.passwords = Passwords(state.settings)
+    return state.passwords
+
+
+AccountsDep = Annotated[AccountsRepository, Depends(get_accounts)]
+PasswordsDep = Annotated[Passwords, Depends(get_passwords)]
+TokenId = Annotated[Text, Path(max_length=64, description="a token id from GET /accounts/tokens")]
+
+
+def _bearer_hash(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return hash_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _check_password(password: str) -> None:
+    if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
+        raise ApiError(422, "weak_password", f"passwords are {PASSWORD_MIN}-{PASSWORD_MAX} characters")
+
+
+def checked_username(username: str) -> str:
+    try:
+        return check_username(username)
+    except NameRefused as exc:
+        raise ApiError(422, exc.code, exc.message) from None
+
+
+def checked_name(name: str) -> str:
+    """A display name as stored (NFKC, trimmed), else ApiError 422 ``bad_name``, ``blank_name``,
+    ``reserved_name`` or ``name_too_long`` (:mod:`app.api.names`)."""
+    try:
+        return check_name(name)
+    except NameRefused as exc:
+        raise ApiError(422, exc.code, exc.message) from None
+
+
+async def _sign_in_limits(request: Request, key: str) -> None:
+    state = request.app.state
+    if getattr(state, "sign_in_limits", None) is None:
+        settings = state.settings
+        state.sign_in_limits = (api_limits._parse(settings.rate_limit_sign_in),
+                                api_limits._parse(settings.rate_limit_sign_in_ip))
+    per_user, per_ip = state.sign_in_limits
+    limiter: api_limits.RateLimiter = state.rate_limiter
+    client = request.client
+    ip = client.host if client else "unknown"
+    retry = None
+    if per_ip and ip not in limiter.exempt:
+        retry = await limiter.hit(per_ip, "sign-in-ip", ip)
+    if retry is None and per_user:
+        retry = await limiter.hit(per_user, "sign-in-user", hash_token(key)[:32])
+    if retry is not None:
+        raise api_limits.LimitExceeded(429, "rate_limited", f"too many sign-in attempts: retry in {retry} s", retry)
+
+
+@router.get("/me", response_model=AccountPublic, responses=responses(401))
+async def my_account(player: PlayerDep, accounts: AccountsDep) -> AccountPublic:
+    """The asking player and its username (None for a guest)."""
+    account = await accounts.account(player["id"])
+    return AccountPublic(player=PlayerPublic(**player), username=account["username"] if account else None)
+
+
+@router.post("/claim", response_model=AccountPublic, status_code=201, responses=responses(401, 403, 409))
+async def claim(body: ClaimRequest, player: PlayerDep, accounts: AccountsDep, passwords: PasswordsDep) -> AccountPublic:
+    """Claim the asking guest: it keeps its id, name, token, wallet and history and can sign in from
+    other devices. 403 ``forbidden`` for bots and admins; 409 ``already_claimed``, ``username_taken``;
+    422 ``bad_username``, ``bad_name``, ``blank_name``, ``reserved_name``, ``name_too_long``,
+    ``weak_password``."""
+    if player["role"] != "player":
+        raise ApiError(403, "forbidden", "only players can claim an account")
+    username = checked_username(body.username)
+    _check_password(body.password)
+    if await accounts.account(player["id"]) is not None:
+        raise ApiError(409, "already_claimed", "this player has an account already")
+    try:
+        await accounts.claim(player["id"], username, username_key(username), await passwords.hash(body.password))
+    except AccountRefused as exc:
+        raise ApiError(409, exc.code, exc.message) from None
+    return AccountPublic(player=PlayerPublic(**player), username=username)
+
+
+@router.post("/sign-in", response_model=SignedIn, responses=responses(401))
+async def sign_in(body: SignInRequest, request: Request, repo: RepoDep, accounts: AccountsDep,
+                  passwords: PasswordsDep) -> SignedIn:
+    """Sign in with a username and password: a new bearer token for this device (the others stay
+    signed in). 401 ``bad_credentials`` (unknown username or wrong password, indistinguishable);
+    429 ``rate_limited`` (``rate_limit_sign_in`` per username, ``rate_limit_sign_in_ip`` per address)."""
+    key = username_key(" ".join(body.username.split()))
+    await _sign_in_limits(request, key)
+    account = await accounts.account_by_key(key)
+    if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
+        raise ApiError(401, "bad_credentials", "unknown username or wrong password")
+    player = await repo.player(account["player_id"])
+    if player is None:
+        raise ApiError(401, "bad_credentials", "unknown username or wrong password")
+    if passwords.needs_rehash(account["password_hash"]):
+        await accounts.set_password_hash(player["id"], await passwords.hash(body.password))
+    label = None
+    if body.label:
+        try:
+            label = check_name(body.label, max_length=64)
+        except NameRefused as exc:
+            raise ApiError(422, exc.code if exc.code != "reserved_name" else "bad_name", exc.message) from None
+    token = secrets.token_urlsafe(32)
+    row = await accounts.add_token(player["id"], hash_token(token), label)
+    return SignedIn(player=PlayerPublic(**player), username=account["username"], token=token, token_id=row["id"])
+
+
+@router.get("/tokens", response_model=TokenList, responses=responses(401))
+async def list_tokens(request: Request, player: PlayerDep, accounts: AccountsDep) -> TokenList:
+    """The asking player's live tokens (never the tokens themselves), oldest first."""
+    mine = _bearer_hash(request)
+    return TokenList(items=[TokenPublic(id=t["id"], label=t["label"], created_at=t["created_at"],
+                                        current=t["token_hash"] == mine)
+                            for t in await accounts.tokens(player["id"])])
+
+
+@router.delete("/tokens/{token_id}", status_code=204, responses=responses(401, 404))
+async def revoke_token(token_id: TokenId, player: PlayerDep, accounts: AccountsDep) -> Response:
+    """Revoke one token (this device's too: the next request with it gets 401). 404 ``not_found``."""
+    if not await accounts.revoke_token(player["id"], token_id):
+        raise not_found("token")
+    return Response(status_code=204)
+
+
+@router.post("/sign-out-everywhere", response_model=RevokedTokens, responses=responses(401))
+async def sign_out_everywhere(player: PlayerDep, accounts: AccountsDep) -> dict[str, Any]:
+    """Revoke every token of the asking player, this one included (sign in again to get one)."""
+    return {"revoked": await accounts.revoke_all(player["id"])}

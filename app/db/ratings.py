@@ -1,0 +1,268 @@
+"""Ratings (issue 14 item 3): one openskill rating per player per game, changed exactly once per
+finished match, with every change recorded beside the match that caused it; and the leaderboard.
+
+The interface the matchmaker reads: :class:`RatingsRepository` ``rating(player_id, game)`` and
+``ratings(player_ids, game)`` returning :class:`Rating`; a player without a row has the openskill
+default (mu 25, sigma 25/3, ordinal mu - 3 sigma = 0).
+
+Exactly once: :meth:`RatingsRepository.rate_match` inserts the match's ``match_ratings`` marker
+(``ON CONFLICT DO NOTHING``) and, only if that insert took, writes the new ratings and one
+``rating_changes`` row per player (primary key ``(match_id, player_id)``) in the same transaction.
+A replayed end, a retry, a sweep or a second node that sees the same end finds the marker and
+changes nothing. Aborted matches are marked and rate nobody.
+
+Bots (``docs/decisions.md``): a bot seat takes part in the computation at the default rating and is
+never stored (bot players are made per lobby, so their ratings would mean nothing); humans are
+rated against them.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.models import (
+    Account,
+    Match,
+    MatchRating,
+    Player,
+    PlayerRating,
+    RatingChange,
+)
+from app.db.paging import decode_cursor, encode_cursor
+
+ratings_t = cast(Table, PlayerRating.__table__)
+changes_t = cast(Table, RatingChange.__table__)
+marks_t = cast(Table, MatchRating.__table__)
+matches_t = cast(Table, Match.__table__)
+players_t = cast(Table, Player.__table__)
+accounts_t = cast(Table, Account.__table__)
+
+DEFAULT_MU = 25.0
+DEFAULT_SIGMA = 25.0 / 3.0
+
+
+def ordinal(mu: float, sigma: float) -> float:
+    """openskill's conservative estimate: mu - 3 sigma (0 for a new player)."""
+    return mu - 3.0 * sigma
+
+
+@dataclass(frozen=True)
+class Rating:
+    """A player's rating in one game. ``mu``/``sigma``: openskill Plackett-Luce skill and its
+    uncertainty; ``ordinal``: mu - 3 sigma (what the leaderboard orders by); ``matches``: rated
+    matches played; ``wins``: of them, those the player ranked first in (alone or tied)."""
+
+    mu: float
+    sigma: float
+    ordinal: float
+    matches: int
+    wins: int
+
+
+DEFAULT_RATING = Rating(DEFAULT_MU, DEFAULT_SIGMA, ordinal(DEFAULT_MU, DEFAULT_SIGMA), 0, 0)
+
+
+def _model():
+    from openskill.models import PlackettLuce
+
+    return PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
+
+
+def match_ranks(match: Mapping[str, Any]) -> list[int] | None:
+    """The 1-based rank of every seat from ``match["outcome"]["ranks"]`` (``{"<seat>": rank}``), or
+    None when the outcome does not rank every seat."""
+    ranks = ((match.get("outcome") or {}).get("ranks")) or {}
+    out = []
+    for seat in range(int(match.get("seat_count") or len(match.get("seats") or []))):
+        rank = ranks.get(str(seat), ranks.get(seat))
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+            return None
+        out.append(rank)
+    return out if len(out) >= 2 else None
+
+
+class RatingsRepository:
+    """Ratings, rating changes and the leaderboard over one :class:`AsyncEngine`."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    def _insert(self, table):
+        return (postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)(table)
+
+    # -- the matchmaker's interface -------------------------------------------------------------
+    async def rating(self, player_id: str, game: str) -> Rating:
+        """The player's rating in ``game`` (the default if it has never been rated there)."""
+        return (await self.ratings([player_id], game))[player_id]
+
+    async def ratings(self, player_ids: Iterable[str], game: str) -> dict[str, Rating]:
+        """``{player_id: Rating}`` for every id asked (defaults for the unrated)."""
+        ids = list(dict.fromkeys(player_ids))
+        out = {pid: DEFAULT_RATING for pid in ids}
+        if not ids:
+            return out
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(ratings_t).where(
+                ratings_t.c.game == game, ratings_t.c.player_id.in_(ids)))).all()
+        for r in rows:
+            out[r.player_id] = Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins)
+        return out
+
+    # -- rating a match, exactly once ---------------------------------------------------------------
+    async def rate_match(self, match: Mapping[str, Any]) -> int | None:
+        """Rate one ended match (``match``: a ``matches`` row as a dict), exactly once.
+
+        Returns the number of players whose rating changed (0 for an aborted match, a match without
+        a full ranking or without humans), or None if the match was rated already or has not ended.
+        Ranks come from ``outcome.ranks`` (1 = best, equal ranks a draw); Plackett-Luce, 2-6 seats.
+        """
+        if match.get("status") not in ("finished", "aborted"):
+            return None
+        now = time.time()
+        async with self.engine.begin() as conn:
+            res = await conn.execute(self._insert(marks_t).values(
+                match_id=match["id"], rated=0, rated_at=now).on_conflict_do_nothing(index_elements=["match_id"]))
+            if res.rowcount != 1:
+                return None
+            ranks = match_ranks(match) if match["status"] == "finished" else None
+            seats = list(match.get("seats") or [])
+            if ranks is None or len(seats) != len(ranks):
+                return 0
+            humans: dict[str, int] = {}  # player -> its first seat (one rating change per player)
+            for seat, info in enumerate(seats):
+                pid = info.get("player_id")
+                if pid and not info.get("bot") and pid not in humans:
+                    humans[pid] = seat
+            if not humans:
+                return 0
+            game = match["game"]
+            ids = sorted(humans)
+            await conn.execute(self._insert(ratings_t).values([
+                {"player_id": pid, "game": game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
+                 "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "updated_at": now}
+                for pid in ids]).on_conflict_do_nothing(index_elements=["player_id", "game"]))
+            q = (select(ratings_t).where(ratings_t.c.game == game, ratings_t.c.player_id.in_(ids))
+                 .order_by(ratings_t.c.player_id))
+            if self.engine.dialect.name == "postgresql":
+                q = q.with_for_update()  # two matches of one player ending together: one waits
+            current = {r.player_id: r for r in (await conn.execute(q)).all()}
+            model = _model()
+            by_seat = {seat: pid for pid, seat in humans.items()}
+            teams = []
+            for seat in range(len(seats)):
+                pid = by_seat.get(seat)
+                if pid is not None:
+                    teams.append([model.rating(mu=current[pid].mu, sigma=current[pid].sigma)])
+                else:  # a bot, an empty seat or a second seat of the same player: the default
+                    teams.append([model.rating()])
+            new = model.rate(teams, ranks=[float(r) for r in ranks])
+            best = min(ranks)
+            change_rows = []
+            for pid, seat in humans.items():
+                before, after = current[pid], new[seat][0]
+                won = 1 if ranks[seat] == best else 0
+                await conn.execute(update(ratings_t).where(
+                    ratings_t.c.player_id == pid, ratings_t.c.game == game).values(
+                    mu=after.mu, sigma=after.sigma, ordinal=ordinal(after.mu, after.sigma),
+                    matches=ratings_t.c.matches + 1, wins=ratings_t.c.wins + won, updated_at=now))
+                change_rows.append({
+                    "match_id": match["id"], "player_id": pid, "game": game, "seat": seat, "rank": ranks[seat],
+                    "mu_before": before.mu, "sigma_before": before.sigma, "mu_after": after.mu,
+                    "sigma_after": after.sigma, "ordinal_after": ordinal(after.mu, after.sigma),
+                    "created_at": now})
+            await conn.execute(changes_t.insert(), change_rows)
+            await conn.execute(update(marks_t).where(marks_t.c.match_id == match["id"]).values(rated=len(humans)))
+        return len(humans)
+
+    async def unrated_matches(self, limit: int = 200) -> list[dict[str, Any]]:
+        """Ended matches (finished or aborted) that have no ``match_ratings`` marker yet, oldest first."""
+        q = (select(matches_t).outerjoin(marks_t, marks_t.c.match_id == matches_t.c.id)
+             .where(matches_t.c.status.in_(("finished", "aborted")), marks_t.c.match_id.is_(None))
+             .order_by(matches_t.c.ended_at, matches_t.c.id).limit(limit))
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+    async def changes(self, *, match_id: str | None = None, player_id: str | None = None,
+                      game: str | None = None) -> list[dict[str, Any]]:
+        """Recorded rating changes, oldest first, filtered by match, player and/or game."""
+        q = select(changes_t).order_by(changes_t.c.created_at, changes_t.c.match_id, changes_t.c.player_id)
+        if match_id is not None:
+            q = q.where(changes_t.c.match_id == match_id)
+        if player_id is not None:
+            q = q.where(changes_t.c.player_id == player_id)
+        if game is not None:
+            q = q.where(changes_t.c.game == game)
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+    # -- the leaderboard and profiles ----------------------------------------------------------
+    def _board(self):
+        return (select(ratings_t, players_t.c.name, players_t.c.role, accounts_t.c.username)
+                .join(players_t, players_t.c.id == ratings_t.c.player_id)
+                .outerjoin(accounts_t, accounts_t.c.player_id == ratings_t.c.player_id))
+
+    @staticmethod
+    def _better(game: str, ordinal_: float, player_id: str):
+        """Rows ranked above ``(ordinal_, player_id)``: a higher ordinal, or the same and a smaller id."""
+        return and_(ratings_t.c.game == game, ratings_t.c.matches > 0,
+                    or_(ratings_t.c.ordinal > ordinal_,
+                        and_(ratings_t.c.ordinal == ordinal_, ratings_t.c.player_id < player_id)))
+
+    async def leaderboard(self, game: str, *, limit: int, cursor: str | None = None,
+                          me: str | None = None) -> dict[str, Any]:
+        """One page of ``game``'s leaderboard: players with at least one rated match, by ordinal
+        (highest first; ties by player id). ``cursor``: from the previous page (raises
+        :class:`app.db.paging.BadCursor`). Returns ``{items, next_cursor, me}``; each item is a
+        ratings row with ``name``, ``role``, ``username`` and its 1-based ``rank`` at read time;
+        ``me`` is the asking player's row (or None)."""
+        kind = f"leaderboard:{game}"
+        q = (self._board().where(ratings_t.c.game == game, ratings_t.c.matches > 0)
+             .order_by(ratings_t.c.ordinal.desc(), ratings_t.c.player_id).limit(limit + 1))
+        if cursor is not None:
+            c_ord, c_id = decode_cursor(kind, cursor, (float, str))
+            q = q.where(or_(ratings_t.c.ordinal < c_ord,
+                            and_(ratings_t.c.ordinal == c_ord, ratings_t.c.player_id > c_id)))
+        async with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+            more = len(rows) > limit
+            rows = rows[:limit]
+            if rows:
+                first = rows[0]
+                above = (await conn.execute(select(func.count()).select_from(ratings_t).where(
+                    self._better(game, first["ordinal"], first["player_id"])))).scalar_one()
+                for i, row in enumerate(rows):
+                    row["rank"] = above + 1 + i
+            mine = None
+            if me is not None:
+                r = (await conn.execute(self._board().where(ratings_t.c.game == game, ratings_t.c.player_id == me,
+                                                            ratings_t.c.matches > 0))).first()
+                if r is not None:
+                    mine = dict(r._mapping)
+                    mine["rank"] = 1 + (await conn.execute(select(func.count()).select_from(ratings_t).where(
+                        self._better(game, mine["ordinal"], me)))).scalar_one()
+        last = rows[-1] if rows else None
+        next_cursor = encode_cursor(kind, [last["ordinal"], last["player_id"]]) if more and last else None
+        return {"items": rows, "next_cursor": next_cursor, "me": mine}
+
+    async def player_ratings(self, player_id: str) -> dict[str, Rating]:
+        """``{game: Rating}`` for every game the player was rated in."""
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(ratings_t).where(ratings_t.c.player_id == player_id,
+                                                               ratings_t.c.matches > 0))).all()
+        return {r.game: Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins) for r in rows}
+
+    async def recent_matches(self, player_id: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The player's last ``limit`` rated matches, newest first: its rating change with the
+        match's ``seat_count`` and ``ended_at``."""
+        q = (select(changes_t, matches_t.c.seat_count, matches_t.c.ended_at)
+             .join(matches_t, matches_t.c.id == changes_t.c.match_id)
+             .where(changes_t.c.player_id == player_id)
+             .order_by(changes_t.c.created_at.desc(), changes_t.c.match_id.desc()).limit(limit))
+        async with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in (await conn.execute(q)).all()]

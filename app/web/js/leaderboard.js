@@ -1,0 +1,59 @@
+// #/leaderboard/<game>: players by rating (openskill ordinal), paged with the server's cursor,
+// with this player's own rank.
+import { api, ApiError, savedPlayer } from "./api.js";
+import { h, replace } from "./dom.js";
+import { games, gameTitle } from "./lobby.js";
+
+function errorText(exc) {
+  return exc instanceof ApiError ? `${exc.message} (${exc.code})` : String(exc?.message || exc);
+}
+
+const fmt = (x) => (Math.round(x * 100) / 100).toFixed(2);
+
+export async function renderLeaderboard(root, gameId, { stillHere }) {
+  const me = savedPlayer();
+  let all = [];
+  try {
+    all = await games();
+  } catch (exc) {
+    replace(root, h("p.error", errorText(exc)));
+    return;
+  }
+  const game = gameId || all[0]?.id;
+  const tabs = h("nav.tabs#leaderboard-games", all.map((g) => h("a.button.small", {
+    href: `#/leaderboard/${g.id}`, class: g.id === game ? "primary" : "",
+  }, g.title)));
+  const mine = h("p#my-rank.muted");
+  const body = h("tbody");
+  const more = h("button#leaderboard-more.small", { type: "button", hidden: true }, "More");
+  replace(root, h("section.card-panel.wide.leaderboard#leaderboard", { dataset: { game } },
+    h("h2", `Leaderboard — ${gameTitle(game)}`), tabs, mine,
+    h("table.list", h("thead", h("tr", h("th", "#"), h("th", "Player"), h("th", "Rating"), h("th", "Matches"), h("th", "Wins"))), body),
+    more));
+  let cursor = null;
+  async function load() {
+    let page;
+    try {
+      const q = new URLSearchParams({ limit: "50" });
+      if (cursor) q.set("cursor", cursor);
+      page = await api("GET", `/games/${encodeURIComponent(game)}/leaderboard?${q}`);
+    } catch (exc) {
+      replace(mine, h("span.error", errorText(exc)));
+      return;
+    }
+    if (!stillHere()) return;
+    if (page.me) replace(mine, `Your rank: ${page.me.rank} (rating ${fmt(page.me.rating.ordinal)})`);
+    else replace(mine, "You have no rating in this game yet: finish a match.");
+    for (const row of page.items) {
+      body.append(h("tr", { dataset: { player: row.player.id }, class: row.player.id === me.player.id ? "selected" : "" },
+        h("td.rank", String(row.rank)),
+        h("td", h("a", { href: `#/player/${row.player.id}` }, row.player.name), row.username ? h("span.muted", ` @${row.username}`) : null),
+        h("td.rating", fmt(row.rating.ordinal)), h("td", String(row.rating.matches)), h("td", String(row.rating.wins))));
+    }
+    if (!body.children.length) body.append(h("tr", h("td", { colSpan: 5 }, h("span.muted", "Nobody is rated in this game yet."))));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  }
+  more.addEventListener("click", load);
+  await load();
+}

@@ -1,0 +1,238 @@
+"""Issue 14 item 1: accounts (claim, sign in from another device, list and revoke tokens, sign out
+everywhere), name checks, unique usernames under a race, the sign-in rate limit; on SQLite and
+Postgres, against real ``bannerfall serve`` processes."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from app.api.names import NameRefused, check_name, check_username, username_key
+from app.api.passwords import Passwords
+from app.config import Settings
+from app.db.database import make_engine
+from tests.conftest import ServerProcess, make_db_url
+
+API = "/api/v1"
+FAST_ARGON2 = {"BANNERFALL_ARGON2_TIME_COST": "1", "BANNERFALL_ARGON2_MEMORY_KIB": "1024",
+               "BANNERFALL_ARGON2_PARALLELISM": "1", "BANNERFALL_RATE_LIMIT_SIGN_IN": "6/minute",
+               "BANNERFALL_RATE_LIMIT_NEW_PLAYERS": ""}
+
+
+@pytest.fixture(params=["sqlite", "postgres"], scope="module")
+def acc_server(request, tmp_path_factory):
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_server")
+    url, pg = make_db_url(request.param, tmp_path_factory.mktemp("acc"))
+    srv = ServerProcess(url, env=FAST_ARGON2).start()
+    yield srv
+    srv.stop()
+    if pg:
+        pg.drop()
+
+
+def db_rows(url: str, sql: str, **params) -> list[tuple]:
+    """Rows of one query on the server's database (read straight from SQLite or Postgres)."""
+    async def run() -> list[tuple]:
+        engine = make_engine(url)
+        try:
+            async with engine.connect() as conn:
+                return [tuple(r) for r in (await conn.execute(text(sql), params)).all()]
+        finally:
+            await engine.dispose()
+    return asyncio.run(run())
+
+
+def _guest(url: str, name: str = "guest") -> tuple[str, dict]:
+    r = httpx.post(url + API + "/players", json={"name": name}, timeout=10)
+    assert r.status_code == 201, r.text
+    return r.json()["token"], r.json()["player"]
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _call(srv, method: str, path: str, token: str | None = None, **kw) -> httpx.Response:
+    return httpx.request(method, srv.url + API + path, headers=_auth(token) if token else None, timeout=30, **kw)
+
+
+def test_claim_sign_in_on_a_second_device_and_list_tokens(acc_server):
+    token, player = _guest(acc_server.url, "Ann")
+    assert _call(acc_server, "GET", "/accounts/me", token).json()["username"] is None
+    r = _call(acc_server, "POST", "/accounts/claim", token, json={"username": "ann_1", "password": "correct horse"})
+    assert r.status_code == 201, r.text
+    assert r.json() == {"player": player, "username": "ann_1"}
+    # a second claim of the same player, and a claim of the same name by another guest
+    again = _call(acc_server, "POST", "/accounts/claim", token, json={"username": "ann_2", "password": "correct horse"})
+    assert (again.status_code, again.json()["code"]) == (409, "already_claimed")
+    other, _ = _guest(acc_server.url, "Other")
+    taken = _call(acc_server, "POST", "/accounts/claim", other, json={"username": "ANN_1", "password": "12345678x"})
+    assert (taken.status_code, taken.json()["code"]) == (409, "username_taken")
+
+    # another device: the username in another case, a new token; both tokens are the same player
+    r = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "Ann_1", "password": "correct horse",
+                                                            "label": "phone"})
+    assert r.status_code == 200, r.text
+    second = r.json()["token"]
+    assert second != token and r.json()["player"]["id"] == player["id"] and r.json()["username"] == "ann_1"
+    assert _call(acc_server, "GET", "/players/me", second).json()["id"] == player["id"]
+    assert _call(acc_server, "GET", "/players/me", token).json()["id"] == player["id"]
+    listed = _call(acc_server, "GET", "/accounts/tokens", second).json()["items"]
+    assert [t["label"] for t in listed] == ["first device", "phone"]
+    assert [t["current"] for t in listed] == [False, True]
+    assert all(set(t) == {"id", "label", "created_at", "current"} for t in listed)  # never a token or hash
+
+    # stored: an argon2id hash, never the password; token hashes, never the token
+    [(stored,)] = db_rows(acc_server.database_url, "SELECT password_hash FROM accounts WHERE player_id = :p",
+                          p=player["id"])
+    hashes = [r[0] for r in db_rows(acc_server.database_url, "SELECT token_hash FROM player_tokens")]
+    assert stored.startswith("$argon2id$") and "correct horse" not in stored
+    assert hashlib.sha256(second.encode()).hexdigest() in hashes and second not in hashes
+
+
+def test_bad_credentials_look_the_same_and_change_nothing(acc_server):
+    token, _ = _guest(acc_server.url, "Bea")
+    assert _call(acc_server, "POST", "/accounts/claim", token,
+                 json={"username": "bea", "password": "bea password"}).status_code == 201
+    wrong = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "bea", "password": "not it at all"})
+    nobody = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "nobody-here", "password": "whatever1"})
+    assert wrong.status_code == nobody.status_code == 401
+    assert wrong.json() == nobody.json() == {"code": "bad_credentials", "message": "unknown username or wrong password"}
+    assert len(_call(acc_server, "GET", "/accounts/tokens", token).json()["items"]) == 1
+    weak = _call(acc_server, "POST", "/accounts/claim", _guest(acc_server.url)[0],
+                 json={"username": "shorty", "password": "short"})
+    assert (weak.status_code, weak.json()["code"]) == (422, "weak_password")
+
+
+def test_revoke_one_token_then_sign_out_everywhere(acc_server):
+    first, player = _guest(acc_server.url, "Cid")
+    assert _call(acc_server, "POST", "/accounts/claim", first,
+                 json={"username": "cid", "password": "cid password"}).status_code == 201
+    devices = [_call(acc_server, "POST", "/accounts/sign-in",
+                     json={"username": "cid", "password": "cid password", "label": f"device {i}"}).json()
+               for i in range(2)]
+    # revoke device 0's token from the first device
+    r = _call(acc_server, "DELETE", f"/accounts/tokens/{devices[0]['token_id']}", first)
+    assert r.status_code == 204
+    assert _call(acc_server, "GET", "/players/me", devices[0]["token"]).status_code == 401
+    assert _call(acc_server, "GET", "/players/me", devices[1]["token"]).status_code == 200
+    gone = _call(acc_server, "DELETE", f"/accounts/tokens/{devices[0]['token_id']}", first)
+    assert (gone.status_code, gone.json()["code"]) == (404, "not_found")
+    # another player cannot revoke my tokens
+    stranger, _ = _guest(acc_server.url, "Stranger")
+    assert _call(acc_server, "DELETE", f"/accounts/tokens/{devices[1]['token_id']}", stranger).status_code == 404
+    assert _call(acc_server, "GET", "/players/me", devices[1]["token"]).status_code == 200
+    # sign out everywhere: every token (the first and this one too) stops working
+    r = _call(acc_server, "POST", "/accounts/sign-out-everywhere", devices[1]["token"])
+    assert r.json() == {"revoked": 2}
+    for token in (first, devices[1]["token"]):
+        assert _call(acc_server, "GET", "/players/me", token).status_code == 401
+    # the account itself stays: sign in again
+    back = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "cid", "password": "cid password"})
+    assert back.status_code == 200 and back.json()["player"]["id"] == player["id"]
+    assert [t["id"] for t in _call(acc_server, "GET", "/accounts/tokens", back.json()["token"]).json()["items"]] \
+        == [back.json()["token_id"]]
+
+
+def test_admins_and_bots_cannot_claim(acc_server):
+    r = _call(acc_server, "POST", "/accounts/claim", acc_server.admin_token,
+              json={"username": "boss", "password": "boss password"})
+    assert (r.status_code, r.json()["code"]) == (403, "forbidden")
+
+
+BAD_NAMES = [
+    ("a\x00b", "invalid_text"), ("line\nbreak", "bad_name"), ("cr\rname", "bad_name"), ("tab\tname", "bad_name"),
+    ("bell\x07", "bad_name"), ("c1\x85name", "bad_name"), ("\u202eevil", "bad_name"), ("rtl\u2067x", "bad_name"),
+    ("\u200b", "bad_name"), ("zero\u200bwidth", "bad_name"), ("\ufeffbom", "bad_name"), ("", "invalid_request"),
+    ("   ", "blank_name"), ("\u3000", "blank_name"), ("\u0301\u0301", "blank_name"),
+    ("admin", "reserved_name"), ("ADMIN", "reserved_name"), ("Admin", "reserved_name"),
+    ("\u0430dmin", "reserved_name"),  # Cyrillic a
+    ("ａｄｍｉｎ", "reserved_name"), ("adm1n", "reserved_name"), ("A.d.m.i.n", "reserved_name"),
+    ("The Admin", "reserved_name"), ("System", "reserved_name"), ("bot", "reserved_name"), ("b0t", "reserved_name"),
+    ("random-bot-0", "reserved_name"), ("ÀDMÍN", "reserved_name"), ("x" * 33, "invalid_request"),
+]
+
+
+@pytest.mark.parametrize("name, code", BAD_NAMES)
+def test_bad_display_names_are_refused_with_a_code(acc_server, name, code):
+    before = _count_players(acc_server)
+    r = httpx.post(acc_server.url + API + "/players", json={"name": name}, timeout=10)
+    assert r.status_code == 422, (name, r.text)
+    assert r.json()["code"] == code
+    assert _count_players(acc_server) == before
+
+
+def _count_players(srv) -> int:
+    return db_rows(srv.database_url, "SELECT count(*) FROM players")[0][0]
+
+
+@pytest.mark.parametrize("name", ["Zoë", "Jean-Luc Picard", "Abbot", "robot", "王小明", "👍🏽", "guest"])
+def test_good_display_names_pass(name):
+    assert check_name(name) == name
+
+
+def test_names_are_normalised():
+    assert check_name("  two   spaces  ") == "two spaces"
+    assert check_name("ﬁne") == "fine"  # NFKC
+
+
+@pytest.mark.parametrize("username, code", [("ab", "bad_username"), ("with space", "bad_username"),
+                                            ("admin", "reserved_name"), ("no\u200bpe", "bad_name"),
+                                            ("slash/name", "bad_username")])
+def test_bad_usernames(username, code):
+    with pytest.raises(NameRefused) as exc:
+        check_username(username)
+    assert exc.value.code == code
+
+
+def test_username_key_folds_case_and_confusables():
+    assert username_key("Alice") == username_key("ALICE") == username_key("\u0430lice") == username_key("Alıce")
+    assert username_key("alice") != username_key("alice2")
+
+
+def test_usernames_are_unique_under_a_race(acc_server):
+    guests = [_guest(acc_server.url, f"racer {i}")[0] for i in range(8)]
+    spellings = ["Racer", "racer", "RACER", "r\u0430cer", "RaCeR", "racer", "Racer", "rAcer"]
+
+    async def claim(client: httpx.AsyncClient, token: str, username: str) -> httpx.Response:
+        return await client.post(API + "/accounts/claim", json={"username": username, "password": "race password"},
+                                 headers=_auth(token))
+
+    async def race() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=acc_server.url, timeout=30) as client:
+            return await asyncio.gather(*[claim(client, t, u) for t, u in zip(guests, spellings, strict=True)])
+
+    answers = asyncio.run(race())
+    assert sorted(r.status_code for r in answers) == [201] + [409] * 7
+    assert {r.json()["code"] for r in answers if r.status_code == 409} == {"username_taken"}
+
+
+def test_sign_in_attempts_are_limited_per_username(acc_server):
+    token, _ = _guest(acc_server.url, "Dee")
+    assert _call(acc_server, "POST", "/accounts/claim", token,
+                 json={"username": "dee", "password": "dee password"}).status_code == 201
+    codes = [_call(acc_server, "POST", "/accounts/sign-in",
+                   json={"username": "DEE", "password": "guess 1234"}).status_code
+             for _ in range(7)]
+    assert codes[:6] == [401] * 6 and codes[6] == 429
+    # even the right password waits now, and another username is not affected
+    r = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "dee", "password": "dee password"})
+    assert r.status_code == 429 and r.json()["code"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1
+    other = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "someone-else", "password": "guess 1234"})
+    assert other.status_code == 401
+
+
+async def test_passwords_hash_with_the_settings_and_ask_for_a_rehash_when_they_rise():
+    weak = Passwords(Settings(argon2_time_cost=1, argon2_memory_kib=1024, argon2_parallelism=1))
+    strong = Passwords(Settings(argon2_time_cost=2, argon2_memory_kib=2048, argon2_parallelism=1))
+    stored = await weak.hash("a long password")
+    assert stored.startswith("$argon2id$v=19$m=1024,t=1,p=1$")
+    assert await weak.verify(stored, "a long password") and await strong.verify(stored, "a long password")
+    assert not await weak.verify(stored, "a wrong password")
+    assert not await weak.verify(None, "a long password")  # no account: still one check, always False
+    assert not await weak.verify("not a hash", "a long password")
+    assert strong.needs_rehash(stored) and not weak.needs_rehash(stored)

@@ -1,0 +1,297 @@
+"""Issue 14 item 3 and 4: ratings change exactly once per finished match (under replay, retries, two
+nodes and the sweep; never for aborted or running matches), each change recorded with its match;
+the leaderboard's order agrees with the recorded changes, and its cursor is stable under inserts.
+
+Storage tests run on real SQLite and Postgres with two engines (two connection pools, as two nodes
+would have); the end-to-end test plays a real match on a real ``bannerfall serve``."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+from app.client import MatchSocket, RestClient
+from app.client.socket import play
+from app.db.database import make_engine
+from app.db.migrate import upgrade
+from app.db.paging import BadCursor
+from app.db.ratings import DEFAULT_RATING, RatingsRepository, ordinal
+from app.db.repo import Repository
+from app.db.tables import matches_t
+from app.ratings import Rater
+from app.runtime.bots import make_bot
+from tests.conftest import ServerProcess, make_db_url
+
+
+@pytest.fixture(params=["sqlite", "postgres"], scope="module")
+def rating_db(request, tmp_path_factory):
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_server")
+    url, pg = make_db_url(request.param, tmp_path_factory.mktemp("ratingdb"))
+    upgrade(url)
+    yield url
+    if pg:
+        pg.drop()
+
+
+@pytest.fixture
+async def two_nodes(rating_db):
+    engines = [make_engine(rating_db), make_engine(rating_db)]
+    yield Repository(engines[0]), [RatingsRepository(e) for e in engines]
+    for e in engines:
+        await e.dispose()
+
+
+async def new_player(repo: Repository, role: str = "player") -> str:
+    pid = uuid.uuid4().hex
+    await repo.create_player(pid, "p", role, uuid.uuid4().hex + uuid.uuid4().hex[:32])
+    return pid
+
+
+async def ended_match(repo: Repository, players: list[str | None], ranks: list[int], *, game: str = "provinces",
+                      status: str = "finished", bots: frozenset[int] = frozenset()) -> dict:
+    """A match row as the runtime leaves it: ``players`` by seat (None: a bot made for the seat)."""
+    seats = []
+    for seat, pid in enumerate(players):
+        if pid is None:
+            pid = await new_player(repo, "bot")
+            bots = frozenset({*bots, seat})
+        seats.append({"player_id": pid, "name": "x", "bot": "smart" if seat in bots else None})
+    match: dict[str, Any] = {"id": uuid.uuid4().hex, "game": game, "options": {}, "seat_count": len(seats),
+                             "seats": seats,
+             "seed": "00", "seed_hash": "00", "status": "running", "lobby_id": None, "deadlines": {},
+             "outcome": None, "version": 0, "created_at": time.time(), "ended_at": None}
+    await repo.create_match(match)
+    outcome = {"ranks": {str(s): r for s, r in enumerate(ranks)}, "scores": {}, "reason": "t"}
+    if status == "aborted":
+        outcome = {"ranks": {}, "scores": {}, "reason": "aborted: t"}
+    if status != "running":  # the end as the runtime leaves it (written directly: no log needed here)
+        async with repo.engine.begin() as conn:
+            await conn.execute(update(matches_t).where(matches_t.c.id == match["id"])
+                               .values(status=status, ended_at=time.time(), outcome=outcome))
+    row = await repo.match(match["id"])
+    assert row is not None
+    return row
+
+
+async def test_unrated_players_have_the_openskill_default(two_nodes):
+    _, (a, _) = two_nodes
+    assert DEFAULT_RATING.mu == 25.0 and abs(DEFAULT_RATING.sigma - 25 / 3) < 1e-12 and DEFAULT_RATING.ordinal == 0
+    assert await a.rating("nobody", "provinces") == DEFAULT_RATING
+    assert await a.ratings(["x", "y"], "warrior") == {"x": DEFAULT_RATING, "y": DEFAULT_RATING}
+
+
+async def test_a_match_is_rated_once_across_nodes_retries_and_sweeps(two_nodes):
+    repo, (a, b) = two_nodes
+    winner, loser = await new_player(repo), await new_player(repo)
+    match = await ended_match(repo, [loser, winner], [2, 1])
+    # the node that ran it, a second node that saw the end, and both sweeps, all at once
+    results = await asyncio.gather(a.rate_match(match), b.rate_match(match), a.rate_match(match), b.rate_match(match),
+                                   Rater(a, sweep_seconds=60).sweep(), Rater(b, sweep_seconds=60).sweep())
+    assert sorted(r for r in results[:4] if r is not None) == [2]
+    w, l_ = await a.rating(winner, "provinces"), await a.rating(loser, "provinces")
+    assert (w.matches, w.wins, l_.matches, l_.wins) == (1, 1, 1, 0)
+    assert w.mu > 25 > l_.mu and w.ordinal > l_.ordinal
+    changes = await a.changes(match_id=match["id"])
+    assert sorted(c["player_id"] for c in changes) == sorted([winner, loser])
+    # the end replayed (even with another outcome) changes nothing
+    replayed = {**match, "outcome": {"ranks": {"0": 1, "1": 2}, "scores": {}, "reason": "t"}}
+    assert await a.rate_match(replayed) is None and await b.rate_match(match) is None
+    assert await a.rating(winner, "provinces") == w
+    assert len(await a.changes(match_id=match["id"])) == 2
+    assert match["id"] not in [m["id"] for m in await a.unrated_matches()]
+
+
+async def test_aborted_and_running_matches_rate_nobody(two_nodes):
+    repo, (a, _) = two_nodes
+    p, q = await new_player(repo), await new_player(repo)
+    aborted = await ended_match(repo, [p, q], [1, 2], status="aborted")
+    running = await ended_match(repo, [p, q], [1, 2], status="running")
+    assert await a.rate_match(aborted) == 0
+    assert await a.rate_match(running) is None
+    assert await a.rating(p, "provinces") == DEFAULT_RATING
+    assert await a.changes(player_id=p) == []
+    unrated = [m["id"] for m in await a.unrated_matches()]
+    assert aborted["id"] not in unrated and running["id"] not in unrated
+
+
+async def test_bots_take_part_at_the_default_and_are_not_stored(two_nodes):
+    repo, (a, _) = two_nodes
+    human = await new_player(repo)
+    match = await ended_match(repo, [None, human, None], [3, 1, 2])
+    assert await a.rate_match(match) == 1
+    bot_ids = [s["player_id"] for s in match["seats"] if s["bot"]]
+    assert all(r == DEFAULT_RATING for r in (await a.ratings(bot_ids, "provinces")).values())
+    assert [c["player_id"] for c in await a.changes(match_id=match["id"])] == [human]
+    assert (await a.rating(human, "provinces")).wins == 1
+
+
+async def test_two_matches_of_one_player_ending_together_chain_their_changes(two_nodes):
+    repo, (a, b) = two_nodes
+    p, x, y = await new_player(repo), await new_player(repo), await new_player(repo)
+    m1 = await ended_match(repo, [p, x], [1, 2])
+    m2 = await ended_match(repo, [y, p], [1, 2])
+    assert sorted(await asyncio.gather(a.rate_match(m1), b.rate_match(m2))) == [2, 2]
+    mine = await a.changes(player_id=p)
+    assert len(mine) == 2
+    first, second = sorted(mine, key=lambda c: c["mu_before"] != 25.0)
+    # neither update was lost: the second started from the first's result
+    assert (second["mu_before"], second["sigma_before"]) == (first["mu_after"], first["sigma_after"])
+    final = await a.rating(p, "provinces")
+    assert (final.mu, final.sigma, final.matches) == (second["mu_after"], second["sigma_after"], 2)
+
+
+async def test_leaderboard_order_agrees_with_the_recorded_changes(two_nodes):
+    repo, (a, b) = two_nodes
+    game = "warrior"
+    players = [await new_player(repo) for _ in range(5)]
+    import random
+
+    rng = random.Random(7)
+    for i in range(12):
+        seated = rng.sample(players, rng.randint(2, 4))
+        ranks = list(range(1, len(seated) + 1))
+        rng.shuffle(ranks)
+        match = await ended_match(repo, seated, ranks, game=game)
+        await (a if i % 2 else b).rate_match(match)
+    # every player's rating is its last recorded change, and each change starts where the last ended
+    expected = {}
+    for pid in players:
+        chain = await a.changes(player_id=pid, game=game)
+        if not chain:
+            continue
+        mu, sigma = 25.0, 25.0 / 3.0
+        for c in chain:
+            assert (c["mu_before"], c["sigma_before"]) == (mu, sigma)
+            mu, sigma = c["mu_after"], c["sigma_after"]
+        expected[pid] = ordinal(mu, sigma)
+    board = await a.leaderboard(game, limit=50, me=players[0])
+    got = [(r["player_id"], r["ordinal"]) for r in board["items"]]
+    assert got == sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert [r["rank"] for r in board["items"]] == list(range(1, len(got) + 1))
+    assert board["me"]["rank"] == 1 + [pid for pid, _ in got].index(players[0])
+    assert board["next_cursor"] is None
+
+
+async def test_leaderboard_cursor_is_stable_under_inserts(two_nodes):
+    repo, (a, _) = two_nodes
+    game = "conquest"
+    for _ in range(4):
+        m = await ended_match(repo, [await new_player(repo), await new_player(repo)], [1, 2], game=game)
+        await a.rate_match(m)
+    seen: list[str] = []
+    page = await a.leaderboard(game, limit=3)
+    seen += [r["player_id"] for r in page["items"]]
+    before = {r["player_id"] for r in (await a.leaderboard(game, limit=100))["items"]}
+    # new players are rated between pages: some above the cursor, some below
+    for _ in range(3):
+        m = await ended_match(repo, [await new_player(repo), await new_player(repo)], [1, 2], game=game)
+        await a.rate_match(m)
+    cursor = page["next_cursor"]
+    while cursor:
+        page = await a.leaderboard(game, limit=3, cursor=cursor)
+        seen += [r["player_id"] for r in page["items"]]
+        cursor = page["next_cursor"]
+    assert len(seen) == len(set(seen))  # nobody twice
+    assert before <= set(seen)  # nobody who was there all along skipped
+    with pytest.raises(BadCursor):
+        await a.leaderboard("provinces", limit=3, cursor=(await a.leaderboard(game, limit=1))["next_cursor"])
+    with pytest.raises(BadCursor):
+        await a.leaderboard(game, limit=3, cursor="not-a-cursor!")
+
+
+# -- end to end: a real match on a real server ---------------------------------------------------
+
+def test_a_played_match_changes_ratings_once_and_shows_on_the_leaderboard_and_profile(tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'rated.db'}"
+    srv = ServerProcess(url, env={"BANNERFALL_RATING_SWEEP_SECONDS": "0.5"}).start()
+    try:
+        match_id, player = asyncio.run(_play_one(srv.url))
+        auth = {"Authorization": f"Bearer {player['token']}"}
+        profile = _wait_for(lambda: httpx.get(f"{srv.url}/api/v1/players/{player['id']}", headers=auth).json(),
+                            lambda p: p["ratings"].get("provinces", {}).get("matches") == 1)
+        assert profile["recent_matches"][0]["match_id"] == match_id
+        assert "token" not in str(profile) and "token_hash" not in str(profile)
+        board = httpx.get(f"{srv.url}/api/v1/games/provinces/leaderboard", headers=auth).json()
+        assert board["me"]["player"]["id"] == player["id"]
+        assert board["me"]["rating"] == profile["ratings"]["provinces"]
+        # the admin's replay of the match, then a second node seeing the end (rating it from the
+        # stored row, as its sweep would) change nothing
+        admin = {"Authorization": f"Bearer {srv.admin_token}"}
+        replayed = httpx.get(f"{srv.url}/api/v1/admin/matches/{match_id}/replay?version=1", headers=admin)
+        assert replayed.status_code == 200
+        assert asyncio.run(_rate_from_another_node(url, match_id)) is None
+        again = httpx.get(f"{srv.url}/api/v1/players/{player['id']}", headers=auth).json()
+        assert again["ratings"] == profile["ratings"] and len(again["recent_matches"]) == 1
+    finally:
+        srv.stop()
+
+
+async def _rate_from_another_node(url: str, match_id: str):
+    engine = make_engine(url)
+    try:
+        match = await Repository(engine).match(match_id)
+        assert match is not None
+        return await RatingsRepository(engine).rate_match(match)
+    finally:
+        await engine.dispose()
+
+
+async def _play_one(url: str) -> tuple[str, dict]:
+    async with RestClient(url, timeout=15.0) as host:
+        reg = await host.register("rated human")
+        lobby = await host.create_lobby("provinces", 2, {"max_rounds": 2})
+        await host.fill_bots(lobby["id"], "smart")
+        match_id = (await host.start(lobby["id"]))["match_id"]
+        sock = MatchSocket(url, match_id, host.token)
+        await sock.connect()
+        ended = await play(sock, make_bot("provinces", "smart", 0).decide, idle_timeout=120)
+        await sock.close()
+        assert ended["type"] == "ended"
+        return match_id, {"id": reg["player"]["id"], "token": host.token}
+
+
+def _wait_for(fetch, ok, timeout: float = 20.0):
+    end = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if ok(value) or time.monotonic() > end:
+            assert ok(value), value
+            return value
+        time.sleep(0.1)
+
+
+def test_the_sweep_rates_a_match_that_ended_while_no_node_rated_it(tmp_path):
+    """A match that finished with no rater running (a node died between its end and its rating):
+    the next node's sweep at start rates it, once."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'sweep.db'}"
+    upgrade(url)
+
+    async def leave_an_unrated_match() -> tuple[str, str, str]:
+        engine = make_engine(url)
+        try:
+            repo = Repository(engine)
+            a, b = await new_player(repo), await new_player(repo)
+            match = await ended_match(repo, [a, b], [2, 1])
+            return a, b, match["id"]
+        finally:
+            await engine.dispose()
+
+    loser, winner, match_id = asyncio.run(leave_an_unrated_match())
+    srv = ServerProcess(url, env={"BANNERFALL_RATING_SWEEP_SECONDS": "0.3"}).start()
+    try:
+        guest = httpx.post(f"{srv.url}/api/v1/players", json={"name": "looker"}).json()["token"]
+        auth = {"Authorization": f"Bearer {guest}"}
+        profile = _wait_for(lambda: httpx.get(f"{srv.url}/api/v1/players/{winner}", headers=auth).json(),
+                            lambda p: "provinces" in p["ratings"])
+        assert profile["ratings"]["provinces"]["wins"] == 1
+        assert [m["match_id"] for m in profile["recent_matches"]] == [match_id]
+        board = httpx.get(f"{srv.url}/api/v1/games/provinces/leaderboard", headers=auth).json()
+        assert [r["player"]["id"] for r in board["items"]] == [winner, loser] and board["me"] is None
+    finally:
+        srv.stop()
