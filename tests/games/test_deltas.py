@@ -18,7 +18,7 @@ from app.games.base import SPECTATOR
 from tests.games.test_conformance import random_step
 
 try:
-    import jsonpatch
+    import jsonpatch  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - the library is a test extra
     jsonpatch = None
 
