@@ -10,17 +10,13 @@ import json
 import random
 from typing import Any
 
+import jsonpatch  # type: ignore[import-untyped]  # a test extra without type stubs
 import pytest
 
 from app.delta import PatchError, apply_patch, diff
 from app.games import registry
 from app.games.base import SPECTATOR
 from tests.games.test_conformance import random_step
-
-try:
-    import jsonpatch  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - the library is a test extra
-    jsonpatch = None
 
 MATCHES = 200
 #: versions per match checked (a match is cut here; one match per game is played to its end)
@@ -52,7 +48,7 @@ def check_match(game: Any, seats: int, seed: bytes, steps: int, *, library: bool
             view = game.view(state, v)
             patch = diff(last[v], view)
             wire = json.loads(json.dumps(patch))  # what a client receives
-            if library and jsonpatch is not None and wire:
+            if library and wire:
                 assert exact(jsonpatch.apply_patch(held[v], wire)) == exact(view)
             held[v] = apply_patch(held[v], wire, in_place=True)
             assert exact(held[v]) == exact(view), (game.info.id, seed, v)
@@ -84,8 +80,7 @@ def test_applying_every_patch_gives_the_full_view_of_every_viewer(game_id):
 def test_diff_is_exact_for_json(old, new):
     patch = diff(old, new)
     assert exact(apply_patch(old, json.loads(json.dumps(patch)))) == exact(new)
-    if jsonpatch is not None:
-        assert exact(jsonpatch.apply_patch(copy.deepcopy(old), patch)) == exact(new)
+    assert exact(jsonpatch.apply_patch(copy.deepcopy(old), patch)) == exact(new)
     assert diff(new, new) == []
 
 
