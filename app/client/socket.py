@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
+import orjson
 import websockets
 
 
@@ -41,10 +42,10 @@ class MatchSocket:
             hello["as"] = self.as_
         if since_version is not None:
             hello["since_version"] = since_version
-        await self.ws.send(json.dumps(hello))
+        await self.ws.send(orjson.dumps(hello).decode())
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps(message))
+        await self.ws.send(orjson.dumps(message).decode())
 
     async def act(self, action: dict[str, Any], version: int | None = None) -> int:
         seq = next(self._seq)
@@ -56,7 +57,7 @@ class MatchSocket:
 
     async def recv(self, timeout: float | None = None) -> dict[str, Any]:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        msg = json.loads(raw)
+        msg = orjson.loads(raw)
         if self.record:
             self.received.append(msg)
         return msg
@@ -69,7 +70,16 @@ class MatchSocket:
 Decide = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
 
 
-async def play(sock: MatchSocket, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
+class Seat(Protocol):
+    """What :func:`play` needs of a seat: a :class:`MatchSocket`, or an in-process bot's peer
+    (``app.runtime.bots.BotPeer``) that gets the same messages."""
+
+    async def recv(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def act(self, action: dict[str, Any], version: int | None = None) -> int: ...
+
+
+async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
                delay: float = 0.0, max_errors: int = 50, idle_timeout: float = 600.0,
                initial: dict[str, Any] | None = None) -> dict[str, Any]:
     """Play until ``ended``: whenever the latest ``state`` gives this socket's seat a prompt to

@@ -1,8 +1,9 @@
 """Rebuild a match from its seed and action log: crash recovery, ``bannerfall replay|verify``, admin replay."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from app.games import registry
 from app.games.base import Event, Game, IllegalAction, Outcome

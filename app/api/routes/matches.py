@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query
 from app.api.deps import ManagerDep, PlayerDep, RepoDep
 from app.api.errors import not_found, responses
 from app.api.schemas import MatchPublic, MatchSeat, Text
+from app.runtime.interfaces import MatchDirectory
 
 router = APIRouter(prefix="/matches", tags=["matches"])
 
@@ -25,11 +26,12 @@ def match_public(m: dict[str, Any]) -> MatchPublic:
     )
 
 
-def with_live_version(manager, out: MatchPublic) -> MatchPublic:
-    """Running matches' stored version is written at the end; a live runner here knows the current one."""
-    live = manager.runners.get(out.id)
+def with_live_version(matches: MatchDirectory, out: MatchPublic) -> MatchPublic:
+    """Running matches' stored version is written at the end; a live runner here knows the current
+    one (``MatchDirectory.live_version``); a match running on another node shows None."""
+    live = matches.live_version(out.id)
     if live is not None:
-        out.version = live.durable_version
+        out.version = live
     elif out.status == "running":
         out.version = None
     return out
