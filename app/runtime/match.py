@@ -251,23 +251,8 @@ class MatchRunner:
         self.version += 1
         version = self.version
         now = self._now()
-        old_phases = {p.phase_id for p in self.prompts}
-        self.prompts = self.game.prompts(new_state)
-        new_deadlines: dict[int, float] = {}
-        armed: list[tuple[int, float]] = []
-        for p in self.prompts:
-            if p.phase_id in self.deadlines:
-                new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
-            elif p.phase_id not in new_deadlines:
-                new_deadlines[p.phase_id] = now + p.deadline_seconds
-                self._phase_start[p.phase_id] = version
-                armed.append((p.phase_id, new_deadlines[p.phase_id]))
-            else:
-                new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
-        ended = old_phases - set(new_deadlines)
-        for gone in ended:
-            self._phase_start.pop(gone, None)
-        self.deadlines = new_deadlines
+        armed, ended = self._advance_phases(now, version)
+        new_deadlines = self.deadlines
         self.outcome = self.game.outcome(new_state)
         match_update: MatchUpdate | None = None
         if self.outcome is not None:
@@ -275,10 +260,7 @@ class MatchRunner:
             match_update = {"id": self.match_id, "status": "finished", "outcome": self.outcome.to_wire(),
                             "ended_at": now, "version": version}
         if client_seq is not None:
-            recent = self._recent.setdefault(seat, OrderedDict())
-            recent[client_seq] = None
-            while len(recent) > self.RECENT_PER_SEAT:
-                recent.popitem(last=False)
+            self._committing(seat, client_seq)
         row: LogRow = {"match_id": self.match_id, "seq": version, "seat": seat, "kind": kind,
                "action": action, "client_seq": client_seq,
                "deadlines": {str(k): v for k, v in new_deadlines.items()}, "created_at": now}
@@ -295,15 +277,7 @@ class MatchRunner:
             self.durable_prompts = prompts_wire
             self.durable_status = status
             if client_seq is not None:
-                reply = wire.ack(client_seq, version)
-                cache = self._recent.get(seat)
-                if cache is not None and client_seq in cache:
-                    cache[client_seq] = reply
-                text = encode(reply)
-                if reply_to is not None:
-                    reply_to.push(text)
-                for waiter in self._waiters.pop((seat, client_seq), ()):
-                    waiter.push(text)  # a duplicate gets the same answer
+                self._acknowledge(seat, client_seq, version, reply_to)
             self._broadcast(new_state, version, events, prompts_wire, status)
             for phase_id, due in armed:
                 self._schedule(self.match_id, phase_id, due)
@@ -314,6 +288,48 @@ class MatchRunner:
                 self._finish()
 
         self.log_writer.submit(self, row, match_update, on_durable)
+
+    def _advance_phases(self, now: float, version: int) -> tuple[list[tuple[int, float]], set[int]]:
+        """The prompts and deadlines after a change at ``version``: a phase still open keeps its
+        deadline; a new phase gets ``now + deadline_seconds`` and starts at ``version`` (the stale
+        rule). Returns (the deadlines to arm, the phases that ended)."""
+        old_phases = {p.phase_id for p in self.prompts}
+        self.prompts = self.game.prompts(self.state)
+        new_deadlines: dict[int, float] = {}
+        armed: list[tuple[int, float]] = []
+        for p in self.prompts:
+            if p.phase_id in self.deadlines:
+                new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
+            elif p.phase_id not in new_deadlines:
+                new_deadlines[p.phase_id] = now + p.deadline_seconds
+                self._phase_start[p.phase_id] = version
+                armed.append((p.phase_id, new_deadlines[p.phase_id]))
+            else:
+                new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
+        ended = old_phases - set(new_deadlines)
+        for gone in ended:
+            self._phase_start.pop(gone, None)
+        self.deadlines = new_deadlines
+        return armed, ended
+
+    def _committing(self, seat: int, client_seq: int) -> None:
+        """Remember ``client_seq`` as in flight (a duplicate waits for its answer)."""
+        recent = self._recent.setdefault(seat, OrderedDict())
+        recent[client_seq] = None
+        while len(recent) > self.RECENT_PER_SEAT:
+            recent.popitem(last=False)
+
+    def _acknowledge(self, seat: int, client_seq: int, version: int, reply_to: Peer | None) -> None:
+        """The action is durable: ``ack`` to the actor and to any duplicate waiting, and cached."""
+        reply = wire.ack(client_seq, version)
+        cache = self._recent.get(seat)
+        if cache is not None and client_seq in cache:
+            cache[client_seq] = reply
+        text = encode(reply)
+        if reply_to is not None:
+            reply_to.push(text)
+        for waiter in self._waiters.pop((seat, client_seq), ()):
+            waiter.push(text)  # a duplicate gets the same answer
 
     def _broadcast(self, state: Any, version: int, events: list[Event], prompts: list[dict[str, Any]],
                    status: str) -> None:
