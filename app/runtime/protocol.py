@@ -7,7 +7,8 @@ answers (docs/protocol.md). Routing hands a valid ``act`` to the match's single 
 (:meth:`app.runtime.match.MatchRunner.act`), which applies the rules checks (match over, seat,
 duplicate, stale version, prompt, ``Game.apply``).
 
-Close codes (docs/protocol.md, "Close codes and bounded times") are defined here too.
+Close codes (docs/protocol.md, "Close codes and bounded times") are defined in ``wire`` (they are
+part of what the server sends) and importable from here.
 """
 from __future__ import annotations
 
@@ -17,26 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app.runtime.wire import encode, error, pong
+# the close codes too: callers of the protocol find them here
+from app.runtime.wire import (CLOSE_BAD_REQUEST, CLOSE_FORBIDDEN, CLOSE_HELLO_TIMEOUT, CLOSE_MATCH_GONE,
+                              CLOSE_MOVED, CLOSE_NOT_FOUND, CLOSE_REPLACED, CLOSE_RESEND, CLOSE_SLOW,
+                              CLOSE_STORAGE, CLOSE_TRY_AGAIN, CLOSE_UNAUTHORIZED, encode, error, pong)
 
 if TYPE_CHECKING:
     from app.runtime.match import MatchRunner, Peer
 
-# -- close codes ------------------------------------------------------------------------------
-CLOSE_REPLACED = 4001
-CLOSE_MATCH_GONE = 4004
-CLOSE_SLOW = 4008
-CLOSE_BAD_REQUEST = 4400
-CLOSE_UNAUTHORIZED = 4401
-CLOSE_FORBIDDEN = 4403
-CLOSE_NOT_FOUND = 4404
-CLOSE_HELLO_TIMEOUT = 4408
-#: the match moved to another node / an ``act`` got no answer in time: reconnect, ``resume``, resend
-CLOSE_MOVED = CLOSE_RESEND = 4503
-#: RFC 6455 "Try Again Later": storage or the match's node unavailable right now
-CLOSE_TRY_AGAIN = 1013
-#: RFC 6455 "Internal Error": the match could not be saved
-CLOSE_STORAGE = 1011
+__all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE_MATCH_GONE", "CLOSE_MOVED",
+           "CLOSE_NOT_FOUND", "CLOSE_REPLACED", "CLOSE_RESEND", "CLOSE_SLOW", "CLOSE_STORAGE", "CLOSE_TRY_AGAIN",
+           "CLOSE_UNAUTHORIZED", "Hello", "ProtocolError", "check_message", "decode", "parse_hello", "route"]
 
 #: the client messages (``type``)
 CLIENT_TYPES = ("hello", "act", "resume", "ping")

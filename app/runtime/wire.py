@@ -20,6 +20,22 @@ from app.games.base import ADMIN, Event, Outcome, Prompt
 if TYPE_CHECKING:
     from app.games.base import Game
 
+# -- close codes (docs/protocol.md, "Close codes and bounded times") ------------------------------------------------------------------------------
+CLOSE_REPLACED = 4001
+CLOSE_MATCH_GONE = 4004
+CLOSE_SLOW = 4008
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+CLOSE_HELLO_TIMEOUT = 4408
+#: the match moved to another node / an ``act`` got no answer in time: reconnect, ``resume``, resend
+CLOSE_MOVED = CLOSE_RESEND = 4503
+#: RFC 6455 "Try Again Later": storage or the match's node unavailable right now
+CLOSE_TRY_AGAIN = 1013
+#: RFC 6455 "Internal Error": the match could not be saved
+CLOSE_STORAGE = 1011
+
 #: the server messages (``type``), as documented in docs/protocol.md
 SERVER_TYPES = ("state", "ack", "error", "ended", "pong")
 
