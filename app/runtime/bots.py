@@ -10,6 +10,7 @@ match starts or is rebuilt here (creation, recovery, takeover from another node)
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import logging
@@ -117,7 +118,8 @@ class BotRunner:
         if runner is None:
             return
         for seat, info in enumerate(match["seats"]):
-            if not info.get("bot"):
+            kind = info.get("bot")
+            if not kind:
                 continue
             key = (match["id"], seat)
             current = self.tasks.get(key)
@@ -125,9 +127,9 @@ class BotRunner:
                 if current[0] is runner and not current[1].done():
                     continue
                 current[1].cancel()
-            task = asyncio.get_running_loop().create_task(self._run(runner, match, seat, info["bot"]))
+            task = asyncio.get_running_loop().create_task(self._run(runner, match, seat, kind))
             self.tasks[key] = (runner, task)
-            task.add_done_callback(lambda t, key=key: self._done(key, t))
+            task.add_done_callback(functools.partial(self._done, key))
 
     def _done(self, key: tuple[str, int], task: asyncio.Task) -> None:
         current = self.tasks.get(key)

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from app.db.repo import Repository
 from app.games import registry
@@ -27,7 +27,7 @@ from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner, Peer
 from app.runtime.protocol import CLOSE_MOVED
 from app.runtime.replay import replay
-from app.runtime.rows import MatchRow, SeatRow
+from app.runtime.rows import MatchRow, SeatRow, log_rows, match_row
 from app.runtime.wire import encode
 
 log = logging.getLogger("bannerfall.runtime")
@@ -142,7 +142,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner, None
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None:
             return None, None
         if match["status"] == "running" and self.cluster is not None:
@@ -174,7 +174,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None or match["game"] not in registry():
             return None
         epoch = None
@@ -187,7 +187,7 @@ class MatchManager:
                 # the fencing token, committed before the log is read: a stale owner can write no more
                 epoch = await self.repo.take_match(match_id, self.node_id)
                 if epoch is None:  # ended meanwhile
-                    match = await self.repo.match(match_id)
+                    match = match_row(await self.repo.match(match_id))
                     if match is None:
                         return None
                     if self.cluster is not None:
@@ -216,7 +216,7 @@ class MatchManager:
         return self.runners.get(match_id) or self._finished.get(match_id)
 
     async def _rebuild(self, match: MatchRow, *, epoch: int | None = None) -> MatchRunner:
-        actions = await self.repo.actions(match["id"])
+        actions = log_rows(await self.repo.actions(match["id"]))
         result = replay(match, actions, keep_events=MatchRunner.HISTORY)
         deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
         return MatchRunner(
@@ -233,7 +233,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None or match["game"] not in registry():
             return None
         if match["status"] != "running":
@@ -255,7 +255,7 @@ class MatchManager:
             deadline = time.monotonic() + self.REMOTE_ABORT_WAIT
             delay = 0.02
             while time.monotonic() < deadline:
-                match = await self.repo.match(match_id)
+                match = match_row(await self.repo.match(match_id))
                 if match is None:
                     return None
                 if match["status"] != "running":
@@ -310,7 +310,7 @@ class MatchManager:
                 if match_id in self.runners:
                     return
                 try:
-                    match = await self.repo.match(match_id)
+                    match = match_row(await self.repo.match(match_id))
                     if match is None or match["status"] != "running":
                         return
                     runner, owner = await self.locate(match_id)
@@ -410,11 +410,12 @@ class MatchManager:
                 raise RuntimeError(f"could not take the lease of new match {match['id']}")
         try:
             if lobby_id is None:
-                await self.repo.create_match(match)
+                await self.repo.create_match(dict(match))
             else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
                 base = match
-                match = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
-                                                          check_seats)
+                started = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
+                                                            check_seats)
+                match = cast(MatchRow, started)
         except BaseException:
             if self.cluster is not None:
                 await self.cluster.release(match["id"])

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.games.base import SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
 from app.runtime import wire
 from app.runtime.rows import LogRow, MatchRow, MatchUpdate
-from app.runtime.wire import CLOSE_MATCH_GONE, CLOSE_MOVED, CLOSE_REPLACED, CLOSE_SLOW, CLOSE_STORAGE, encode, error
+from app.runtime.wire import (
+    CLOSE_MATCH_GONE,
+    CLOSE_MOVED,
+    CLOSE_REPLACED,
+    CLOSE_SLOW,
+    CLOSE_STORAGE,
+    encode,
+    error,
+)
 
 if TYPE_CHECKING:
     from app.runtime.logwriter import LogWriter

@@ -14,14 +14,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import orjson
 
 # the close codes too: callers of the protocol find them here
-from app.runtime.wire import (CLOSE_BAD_REQUEST, CLOSE_FORBIDDEN, CLOSE_HELLO_TIMEOUT, CLOSE_MATCH_GONE,
-                              CLOSE_MOVED, CLOSE_NOT_FOUND, CLOSE_REPLACED, CLOSE_RESEND, CLOSE_SLOW,
-                              CLOSE_STORAGE, CLOSE_TRY_AGAIN, CLOSE_UNAUTHORIZED, encode, error, pong)
+from app.runtime.wire import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_FORBIDDEN,
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_MATCH_GONE,
+    CLOSE_MOVED,
+    CLOSE_NOT_FOUND,
+    CLOSE_REPLACED,
+    CLOSE_RESEND,
+    CLOSE_SLOW,
+    CLOSE_STORAGE,
+    CLOSE_TRY_AGAIN,
+    CLOSE_UNAUTHORIZED,
+    encode,
+    error,
+    pong,
+)
 
 if TYPE_CHECKING:
     from app.runtime.match import MatchRunner, Peer
@@ -95,7 +109,7 @@ def decode(frame: Mapping[str, Any], limit: int) -> Any:
     return value
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     """An integer >= 0 (JSON ``true``/``false`` are not numbers here)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 

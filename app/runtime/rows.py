@@ -6,7 +6,7 @@ and read. Columns: ``app/db/models.py`` (``Match``, ``MatchAction``).
 """
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 
 class SeatRow(TypedDict):
@@ -63,3 +63,13 @@ class MatchUpdate(TypedDict):
     outcome: dict[str, Any] | None
     ended_at: float
     version: int
+
+
+def match_row(row: dict[str, Any] | None) -> MatchRow | None:
+    """A ``matches`` row as the repository returns it (a dict), typed: the runtime's one boundary cast."""
+    return cast("MatchRow | None", row)
+
+
+def log_rows(rows: list[dict[str, Any]]) -> list[LogRow]:
+    """``match_actions`` rows as the repository returns them, typed."""
+    return cast("list[LogRow]", rows)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+import pytest
 
 from app.games import registry
-from app.runtime.bots import BotPeer, BotRunner
+from app.runtime.bots import BotGone, BotPeer, BotRunner
 from app.runtime.protocol import CLOSE_MOVED, route
 from tests.runtime.twins import FakePeer, make_runner
 
@@ -59,12 +60,8 @@ async def test_a_closed_bot_peer_stops_its_bot():
     runner, _, _, _ = make_runner(provinces, 2)
     bot = BotPeer(runner, 0, "p")
     bot.close(CLOSE_MOVED, "moved")
-    try:
+    with pytest.raises(BotGone):
         await bot.recv()
-    except Exception as exc:
-        assert type(exc).__name__ == "BotGone"
-    else:
-        raise AssertionError("a closed bot peer must stop its bot")
 
 
 class _Live:
