@@ -59,12 +59,12 @@ class Node:
 
 
 @asynccontextmanager
-async def running_node(tmp_path):
+async def running_node(tmp_path, **overrides: Any):
     """The app with its lifespan, as a :class:`Node`; entered and left in one task (the socket
     transport's task group must be), so tests use ``async with running_node(tmp_path) as node``."""
     settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/bannerfall.db", node_id="inproc",
                         rate_limit_ip="", rate_limit_player="", rate_limit_new_players="",
-                        hello_timeout_seconds=2.0)
+                        hello_timeout_seconds=2.0, **overrides)
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = ASGIWebSocketTransport(app)

@@ -157,3 +157,31 @@ async def test_resume_sends_the_missed_events_and_a_spectator_sees_the_match(tmp
         assert any(m["id"] == match_id and isinstance(m["version"], int) for m in listed)
         await host.close()
         await watcher.close()
+
+
+ADMIN_TOKEN = "inproc-admin-" + "Kx7pQ2vN9mR4tW8zL3bY6cF1"
+
+
+async def test_admin_reads_and_aborts_a_live_match(tmp_path):
+    """The admin routes reach the runtime only through MatchDirectory: the live version, the admin
+    view shaped by the wire module, an abort answered once durable (viewers get ``ended``)."""
+    async with running_node(tmp_path, admin_token=ADMIN_TOKEN) as node:
+        host, match_id, _seat = await _bot_table(node)
+        admin = node.rest(ADMIN_TOKEN)
+        listed = await admin.admin_matches(status="running")
+        row = next(m for m in listed if m["id"] == match_id)
+        assert row["version"] == node.app.state.manager.live_version(match_id)
+        full = await admin.admin_match(match_id)
+        assert full["type"] == "state" and full["viewer"] == "admin" and full["seed"]
+        async with node.socket(match_id) as ws:
+            sock = InprocSocket(ws)
+            await sock.send({"type": "hello", "token": host.token})
+            await sock.recv()
+            aborted = await admin.admin_abort(match_id, "test over")
+            assert aborted["status"] == "aborted"
+            while (msg := await sock.recv())["type"] != "ended":
+                pass
+            assert msg["status"] == "aborted" and msg["seed"] == full["seed"]
+        assert node.app.state.manager.live_version(match_id) is None
+        await admin.close()
+        await host.close()
