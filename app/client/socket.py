@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -42,10 +43,12 @@ class MatchSocket:
             hello["as"] = self.as_
         if since_version is not None:
             hello["since_version"] = since_version
-        await self.ws.send(orjson.dumps(hello).decode())
+        await self.ws.send(json.dumps(hello))
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self.ws.send(orjson.dumps(message).decode())
+        # stdlib json: any value a caller gives is sent as given (orjson refuses ints over 64 bits,
+        # which tests send on purpose); what the server sends is parsed with orjson (recv)
+        await self.ws.send(json.dumps(message))
 
     async def act(self, action: dict[str, Any], version: int | None = None) -> int:
         seq = next(self._seq)
