@@ -367,30 +367,36 @@ def _ordinal(n: int) -> str:
 
 
 def _replay(match_id: str, database_url: str | None, events: bool) -> None:
+    """Print a match's log as the server replays it: the same :func:`app.runtime.replay.replay`
+    (gap check and rule check included) that rebuilds a match after a crash."""
     from app.client.wording import describe, reason_text
-    from app.games import registry
-    from app.runtime.replay import initial_state
+    from app.runtime.replay import ReplayMismatch, outcome_of
+    from app.runtime.replay import replay as do_replay
 
     url, _source = _read_database_url(database_url)
     match, actions = asyncio.run(_load(match_id, url))
-    game = registry()[match["game"]]
     names = _seat_names(match)
+    try:
+        result = do_replay(match, actions, keep_events=len(actions) + 1)
+    except ReplayMismatch as exc:
+        typer.echo(f"FAIL: {match['id']}: log does not replay: {exc}")
+        raise typer.Exit(EXIT_FAILED) from None
+    game = result.game
     typer.echo(f"match {match['id']} ({game.title}, {match['status']}) from {shown_url(url)}")
-    state = initial_state(game, match)
+    by_version = dict(result.history)
     for row in actions:
         if row["kind"] == "abort":
             typer.echo(f"v{row['seq']:<5} aborted: {row['action'].get('reason')}")
             continue
-        state, evs = game.apply(state, row["seat"], row["action"])
         who = names.get(row["seat"], "the server") if row["seat"] is not None else "the server"
         how = " (deadline passed)" if row["kind"] == "deadline" else ""
         typer.echo(f"v{row['seq']:<5} {who}: {str(row['action'].get('type', '?')).replace('_', ' ')}{how}")
-        for ev in evs:
+        for ev in by_version.get(row["seq"], ()):
             line = describe(game.id, ev.to_wire(), names.__getitem__)
             if line is None or (not events and (line.private or line.kind == "minor")):
                 continue
             typer.echo(f"        {line.text}")
-    out = game.outcome(state)
+    out = outcome_of(result)
     if out is None:
         typer.echo(f"{len(actions)} actions replayed; the match is not over")
         return

@@ -29,15 +29,15 @@ from app.db.wallet import WalletRepository
 from app.infra.backends import make_backends
 from app.infra.leases import LeaseKeeper
 from app.logsetup import install_log_safety
+from app.meta.settlement import Settler
 from app.metrics import Metrics
 from app.runtime.bots import BotRunner
-from app.runtime.logwriter import LogWriter
 from app.runtime.cluster import Cluster
+from app.runtime.logwriter import LogWriter
 from app.runtime.manager import MatchManager
-from app.meta.settlement import Settler
 from app.db.ratings import RatingsRepository
-from app.ratings import Rater
 from app.matchmaking.wiring import make_matchmaking
+from app.ratings import Rater
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -92,9 +92,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         writer.start()
         backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
                                  claim_seconds=settings.deadline_claim_seconds)
-        bots = BotRunner(repo, settings.base_url, delay=settings.bot_delay_seconds) if settings.run_bots else None
+        # bots play in-process as local peers of their match's runner (app/runtime/bots.py)
+        bots = BotRunner(delay=settings.bot_delay_seconds) if settings.run_bots else None
         manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
                                node_id=settings.node)
+        if bots:
+            bots.bind(manager)
         # one process (local backends): nothing to fail over to, so a long lease; a short one would
         # only turn an event-loop stall of 2 s into every match being dropped and rebuilt
         lease_seconds = settings.lease_seconds if backends.mode == "redis" else max(settings.lease_seconds, 30.0)
@@ -102,7 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=lease_seconds,
                           multi_node=backends.mode == "redis",
                           takeover_interval=settings.takeover_interval_seconds)
-        manager.cluster = cluster
+        manager.bind(cluster)
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
         ratings = RatingsRepository(engine)
@@ -120,6 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.metrics.remote_peers.set_function(lambda: len(cluster.remote_peers))
         app.state.settings, app.state.repo, app.state.manager = settings, repo, manager
         app.state.log_writer, app.state.bots, app.state.backends = writer, bots, backends
+        app.state.cluster = cluster
         app.state.started_at = time.time()
         await cluster.start()
         await manager.start()
@@ -197,8 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         m.log_pending.set(app.state.log_writer.pending)
         m.storage_ok.set(0 if app.state.log_writer.unhealthy else 1)
         m.recoveries.set(app.state.manager.recoveries)
-        if app.state.manager.cluster is not None:
-            m.takeovers.set(app.state.manager.cluster.takeovers)
+        m.takeovers.set(app.state.cluster.takeovers)
         return PlainTextResponse(generate_latest(m.registry).decode(), media_type="text/plain; version=0.0.4")
 
     if WEB.is_dir() and any(WEB.iterdir()):

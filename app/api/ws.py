@@ -14,7 +14,9 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import Any, Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -22,21 +24,34 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from app.api.deps import player_for_token
 from app.api.limits import admit_socket, release_socket
 from app.games.base import ADMIN, SPECTATOR
-from app.runtime.match import CLOSE_SLOW
+from app.runtime.interfaces import Link, MatchDirectory
+from app.runtime.match import MatchRunner
+from app.runtime.protocol import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_FORBIDDEN,
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_NOT_FOUND,
+    CLOSE_RESEND,
+    CLOSE_SLOW,
+    CLOSE_TRY_AGAIN,
+    CLOSE_UNAUTHORIZED,
+    Hello,
+    ProtocolError,
+    check_message,
+    decode,
+    has_nul,
+    parse_hello,
+    route,
+    utf8_size_over,
+)
+from app.runtime.rows import MatchRow
 from app.runtime.wire import encode, error
 
 log = logging.getLogger("bannerfall.ws")
 router = APIRouter()
 
-CLOSE_UNAUTHORIZED = 4401
-CLOSE_BAD_REQUEST = 4400
-CLOSE_FORBIDDEN = 4403
-CLOSE_NOT_FOUND = 4404
-CLOSE_HELLO_TIMEOUT = 4408
-#: an ``act`` got no answer in time: reconnect, ``resume`` and resend it with the same seq
-CLOSE_RESEND = 4503
-#: RFC 6455 "Try Again Later": storage or the match's node unavailable right now
-CLOSE_TRY_AGAIN = 1013
+__all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE_NOT_FOUND", "CLOSE_RESEND",
+           "CLOSE_TRY_AGAIN", "CLOSE_UNAUTHORIZED", "Connection", "has_nul", "router", "utf8_size_over"]
 
 _ANSWER_PREFIXES = ('{"type":"ack"', '{"type":"error"')
 
@@ -56,26 +71,6 @@ def transport_of(ws: WebSocket) -> Any:
     return None
 
 
-def has_nul(value: Any) -> bool:
-    """Whether a parsed JSON value holds a NUL character in any string (key or value)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_nul(v) for v in value)
-    return False
-
-
-def utf8_size_over(text: str | bytes, limit: int) -> bool:
-    """Whether ``text`` is longer than ``limit`` bytes once UTF-8 encoded (without encoding short texts)."""
-    if isinstance(text, bytes) or len(text) > limit:
-        return len(text) > limit
-    if len(text) * 4 <= limit:
-        return False
-    return len(text.encode("utf-8", "surrogatepass")) > limit
-
-
 class Connection:
     """A local socket as a runtime :class:`~app.runtime.match.Peer`: a bounded send queue drained by
     one writer task. A client that stops reading fills its queue and is closed with 4008.
@@ -84,9 +79,24 @@ class Connection:
     transport is aborted. ``act_timeout``: an ``act`` whose ``ack``/``error`` has not been pushed
     within this many seconds closes the socket with 4503 (resend after resume); None: no bound."""
 
-    __slots__ = ("ws", "queue", "viewer", "player_id", "sent_version", "closed", "writer", "close_code",
-                 "metrics", "closer", "on_close", "close_seconds", "act_timeout", "pending", "transport",
-                 "handler")
+    __slots__ = (
+        "act_timeout",
+        "close_code",
+        "close_seconds",
+        "closed",
+        "closer",
+        "handler",
+        "metrics",
+        "on_close",
+        "pending",
+        "player_id",
+        "queue",
+        "sent_version",
+        "transport",
+        "viewer",
+        "writer",
+        "ws",
+    )
 
     def __init__(self, ws: WebSocket, queue_size: int, metrics: Any = None, *, close_seconds: float = 2.0,
                  act_timeout: float | None = None) -> None:
@@ -274,7 +284,9 @@ async def _refuse(ws: WebSocket, message: dict[str, Any], code: int, close_secon
     await release(ws, transport, deadline)
 
 
-def _viewer_for(meta: dict[str, Any], player: dict[str, Any], as_: Any) -> int | None:
+def _viewer_for(meta: MatchRow, player: dict[str, Any], as_: str | None) -> int | None:
+    """The viewer a player connects as: its seat, else (``as``) a spectator or the admin view; None
+    if it asks for the admin view without the admin role."""
     seats = [i for i, s in enumerate(meta["seats"]) if s.get("player_id") == player["id"]]
     if as_ == "admin":
         return ADMIN if player["role"] == "admin" else None
@@ -289,162 +301,171 @@ class _Unavailable(Exception):
     pass
 
 
+class _Refused(Exception):
+    """The socket is refused: send ``message``, then close with ``code``."""
+
+    def __init__(self, message: dict[str, Any], code: int) -> None:
+        super().__init__(message["code"])
+        self.message = message
+        self.code = code
+
+
 async def _guarded(awaitable, seconds: float, what: str, match_id: str):
     """``await awaitable`` within ``seconds``; a storage failure or a timeout becomes one log line
     and :class:`_Unavailable` (answered ``storage_unavailable`` + 1013)."""
     try:
         return await asyncio.wait_for(awaitable, seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("socket for match %s refused: %s took over %g s", match_id, what, seconds)
     except Exception as exc:  # the database or Redis is down: one line, no traceback
         log.warning("socket for match %s refused: %s failed (%s)", match_id, what, type(exc).__name__)
     raise _Unavailable(what)
 
 
-def _decode(message: Mapping[str, Any], limit: int) -> tuple[Any, str | None]:
-    """A received frame as JSON: (value, None) or (None, error code)."""
-    raw = message.get("text")
-    if raw is None:
-        raw = message.get("bytes") or b""
-    if utf8_size_over(raw, limit):
-        return None, "message_too_large"
+@dataclass
+class _Admitted:
+    """Who connects to which match, and where the match runs (``runner`` here, else ``owner``)."""
+
+    player: dict[str, Any]
+    viewer: int
+    runner: MatchRunner | None
+    owner: str | None
+
+
+# -- the socket, step by step ----------------------------------------------------------------------
+async def _read_hello(ws: WebSocket, match_id: str, settings: Any, metrics: Any) -> Hello | None:
+    """Step 1: the first frame, within ``hello_timeout_seconds``, must be a valid ``hello``.
+    None: the client left. Raises :class:`_Refused`."""
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None, "malformed_json"
-    if ("\\u0000" in raw if isinstance(raw, str) else b"\\u0000" in raw) and has_nul(value):
-        return None, "invalid_text"
-    return value, None
+        first = await asyncio.wait_for(ws.receive(), settings.hello_timeout_seconds)
+    except TimeoutError:
+        raise _Refused(error("hello_timeout", "send hello with your token first"), CLOSE_HELLO_TIMEOUT) from None
+    except (WebSocketDisconnect, RuntimeError):
+        return None
+    if first["type"] == "websocket.disconnect":
+        return None
+    nul = "\x00" in match_id
+    try:
+        value = decode(first, settings.max_message_bytes)
+    except ProtocolError as exc:
+        value = None  # too large or not JSON: answered as a missing hello
+        nul = nul or exc.code == "invalid_text"
+    if nul:
+        metrics.errors.labels("invalid_text").inc()
+        raise _Refused(error("invalid_text", "text may not contain NUL (\\u0000) characters"), CLOSE_BAD_REQUEST)
+    try:
+        return parse_hello(value)
+    except ProtocolError as exc:
+        raise _Refused(error(exc.code, exc.message), exc.close or CLOSE_UNAUTHORIZED) from None
 
 
-_DECODE_ERRORS = {
-    "message_too_large": "messages are limited to {limit} bytes (UTF-8)",
-    "malformed_json": "the message is not valid JSON",
-    "invalid_text": "text may not contain NUL (\\u0000) characters; nothing changed",
-}
+async def _admit(ws: WebSocket, match_id: str, hello: Hello, settings: Any, repo: Any,
+                 matches: MatchDirectory) -> _Admitted:
+    """Step 2: who asks (the token), where the match runs, as which viewer, within the socket
+    limits; every lookup bounded by ``socket_setup_seconds``. Raises :class:`_Refused`."""
+    setup = settings.socket_setup_seconds
+    retry_after = max(1, round(settings.lease_seconds))
+    try:
+        player = await _guarded(player_for_token(repo, hello.token), setup, "player lookup", match_id)
+        if player is None:
+            raise _Refused(error("unauthorized", "unknown token"), CLOSE_UNAUTHORIZED)
+        runner, owner = await _guarded(matches.locate(match_id), setup, "locating the match", match_id)
+        meta = runner.meta if runner is not None else (
+            None if owner is None else await _guarded(repo.match(match_id), setup, "match lookup", match_id))
+        if meta is None:
+            raise _Refused(error("not_found", "no such match"), CLOSE_NOT_FOUND)
+        if runner is None and not await _guarded(matches.node_alive(owner), setup,  # type: ignore[arg-type]
+                                                 "checking the match's node", match_id):
+            # the owner died and its lease has not run out yet: say so now, not after the lease
+            raise _Refused(error("match_unavailable", "the node running this match is gone; another "
+                                 "takes it over shortly: reconnect after retry_after seconds",
+                                 retry_after=retry_after), CLOSE_TRY_AGAIN)
+    except _Unavailable:
+        ws.app.state.metrics.errors.labels("storage_unavailable").inc()
+        raise _Refused(error("storage_unavailable", "storage is unavailable; reconnect after retry_after "
+                             "seconds", retry_after=retry_after), CLOSE_TRY_AGAIN) from None
+    viewer = _viewer_for(meta, player, hello.as_)
+    if viewer is None:
+        raise _Refused(error("forbidden", "admins only"), CLOSE_FORBIDDEN)
+    refused = admit_socket(ws, player, meta, hello.as_)  # seated admin, sockets per player
+    if refused is not None:
+        raise _Refused(error(refused[0], refused[1]), refused[2])
+    return _Admitted(player=player, viewer=viewer, runner=runner, owner=owner)
+
+
+def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, settings: Any,
+          matches: MatchDirectory) -> Callable[[dict[str, Any]], None]:
+    """Step 3: attach the socket to the match's runner here, or link it to the owner node.
+    Returns where its messages go from now on."""
+    runner = admitted.runner
+    if runner is not None:
+        def detach() -> None:
+            current = matches.live(match_id)
+            if current is not None and current is not runner:
+                current.detach(conn)
+            runner.detach(conn)
+
+        conn.on_close = detach
+        runner.attach(conn, since_version=hello.since_version)
+        return lambda msg: route(matches.live(match_id) or runner, conn, msg)
+    link: Link = matches.open_link(conn, match_id, admitted.owner or "", hello.since_version,
+                                   answer_seconds=settings.link_answer_seconds,
+                                   retry_after=max(1, round(settings.lease_seconds)))
+    conn.on_close = link.close
+    return link.forward
+
+
+async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, Any]], None], limit: int,
+                 metrics: Any) -> None:
+    """Step 4: every frame until the socket closes: decoded and checked (``app.runtime.protocol``),
+    then handed on; a bad frame gets an ``error`` and changes nothing."""
+    while not conn.closed:
+        frame = await ws.receive()
+        if frame["type"] == "websocket.disconnect":
+            return
+        try:
+            msg = check_message(decode(frame, limit))
+        except ProtocolError as exc:
+            if exc.code != "malformed_message":
+                metrics.errors.labels(exc.code).inc()
+            conn.push(encode(error(exc.code, exc.message)))
+            continue
+        if msg.get("type") == "act":
+            metrics.actions.inc()
+            conn.expect_answer(msg.get("seq"))
+        send_on(msg)
 
 
 @router.websocket("/ws/matches/{match_id}")
 async def match_socket(ws: WebSocket, match_id: str) -> None:
+    """The match socket: hello → admit → join (here or through a link) → serve; closes bounded."""
     app = ws.app
-    settings, repo, manager = app.state.settings, app.state.repo, app.state.manager
-    metrics = app.state.metrics
+    settings, metrics = app.state.settings, app.state.metrics
+    matches: MatchDirectory = app.state.manager
     close_seconds = settings.socket_close_seconds
     try:
         await ws.accept()
     except Exception:  # the client left during the handshake
         return
-    # -- hello -----------------------------------------------------------------------------
     try:
-        first = await asyncio.wait_for(ws.receive(), settings.hello_timeout_seconds)
-    except asyncio.TimeoutError:
-        await _refuse(ws, error("hello_timeout", "send hello with your token first"), CLOSE_HELLO_TIMEOUT,
-                      close_seconds)
-        return
-    except (WebSocketDisconnect, RuntimeError):
-        return
-    if first["type"] == "websocket.disconnect":
-        return
-    hello, problem = _decode(first, settings.max_message_bytes)
-    if problem == "invalid_text" or "\x00" in match_id:
-        metrics.errors.labels("invalid_text").inc()
-        await _refuse(ws, error("invalid_text", "text may not contain NUL (\\u0000) characters"),
-                      CLOSE_BAD_REQUEST, close_seconds)
-        return
-    if not isinstance(hello, dict) or hello.get("type") != "hello" or not isinstance(hello.get("token"), str):
-        await _refuse(ws, error("hello_required", "the first message must be {\"type\":\"hello\",\"token\":...}"),
-                      CLOSE_UNAUTHORIZED, close_seconds)
-        return
-    since = hello.get("since_version")
-    if hello.get("as") not in (None, "spectator", "admin") or (
-            since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0)):
-        await _refuse(ws, error("bad_hello", "'as' must be \"spectator\" or \"admin\"; "
-                                             "'since_version' a version number"), CLOSE_UNAUTHORIZED, close_seconds)
-        return
-    setup = settings.socket_setup_seconds
-    retry_after = max(1, round(settings.lease_seconds))
-    try:
-        player = await _guarded(player_for_token(repo, hello["token"]), setup, "player lookup", match_id)
-        if player is None:
-            await _refuse(ws, error("unauthorized", "unknown token"), CLOSE_UNAUTHORIZED, close_seconds)
+        hello = await _read_hello(ws, match_id, settings, metrics)
+        if hello is None:
             return
-        runner, owner = await _guarded(manager.locate(match_id), setup, "locating the match", match_id)
-        if runner is None and owner is None:
-            await _refuse(ws, error("not_found", "no such match"), CLOSE_NOT_FOUND, close_seconds)
-            return
-        meta = runner.meta if runner is not None else await _guarded(repo.match(match_id), setup,
-                                                                     "match lookup", match_id)
-        if meta is None:
-            await _refuse(ws, error("not_found", "no such match"), CLOSE_NOT_FOUND, close_seconds)
-            return
-        if runner is None and not await _guarded(manager.cluster.node_alive(owner), setup,
-                                                 "checking the match's node", match_id):
-            # the owner died and its lease has not run out yet: say so now, not after the lease
-            await _refuse(ws, error("match_unavailable", "the node running this match is gone; another "
-                                    "takes it over shortly: reconnect after retry_after seconds",
-                                    retry_after=retry_after), CLOSE_TRY_AGAIN, close_seconds)
-            return
-    except _Unavailable:
-        metrics.errors.labels("storage_unavailable").inc()
-        await _refuse(ws, error("storage_unavailable", "storage is unavailable; reconnect after retry_after "
-                                "seconds", retry_after=retry_after), CLOSE_TRY_AGAIN, close_seconds)
-        return
-    viewer = _viewer_for(meta, player, hello.get("as"))
-    if viewer is None:
-        await _refuse(ws, error("forbidden", "admins only"), CLOSE_FORBIDDEN, close_seconds)
-        return
-    refused = admit_socket(ws, player, meta, hello.get("as"))  # seated admin, sockets per player
-    if refused is not None:
-        await _refuse(ws, error(refused[0], refused[1]), refused[2], close_seconds)
+        admitted = await _admit(ws, match_id, hello, settings, app.state.repo, matches)
+    except _Refused as refused:
+        await _refuse(ws, refused.message, refused.code, close_seconds)
         return
     # acts forwarded to another node are bounded here; on the owner node an act is answered once
     # durable, or the socket gets storage_unavailable + 1011 when its commit fails (the log writer)
     conn = Connection(ws, settings.send_queue_size, metrics, close_seconds=close_seconds,
-                      act_timeout=settings.act_timeout_seconds if runner is None else None)
-    conn.viewer = viewer
-    conn.player_id = player["id"]
+                      act_timeout=settings.act_timeout_seconds if admitted.runner is None else None)
+    conn.viewer = admitted.viewer
+    conn.player_id = admitted.player["id"]
     conn.start()
-    link = None
-    if runner is not None:
-        local = runner
-
-        def detach() -> None:
-            current = manager.runners.get(match_id)
-            if current is not None and current is not local:
-                current.detach(conn)
-            local.detach(conn)
-
-        conn.on_close = detach
-        runner.attach(conn, since_version=since)
-    else:
-        from app.runtime.cluster import Link
-
-        link = Link(manager.cluster, conn, match_id, owner)
-        conn.on_close = link.close
-        link.open(since, answer_seconds=settings.link_answer_seconds, retry_after=retry_after)
+    send_on = _join(conn, match_id, admitted, hello, settings, matches)
     metrics.sockets.inc()
-    # -- messages ----------------------------------------------------------------------------
-    limit = settings.max_message_bytes
     try:
-        while not conn.closed:
-            message = await ws.receive()
-            if message["type"] == "websocket.disconnect":
-                break
-            msg, problem = _decode(message, limit)
-            if problem is not None:
-                metrics.errors.labels(problem).inc()
-                conn.push(encode(error(problem, _DECODE_ERRORS[problem].format(limit=limit))))
-                continue
-            if not isinstance(msg, dict):
-                conn.push(encode(error("malformed_message", "a message must be a JSON object")))
-                continue
-            if msg.get("type") == "act":
-                metrics.actions.inc()
-                conn.expect_answer(msg.get("seq"))
-            if link is not None:
-                link.forward(msg)
-            else:
-                manager.dispatch(manager.runners.get(match_id) or runner, conn, msg)
+        await _serve(ws, conn, send_on, settings.max_message_bytes, metrics)
     except (WebSocketDisconnect, RuntimeError):
         pass
     except asyncio.CancelledError:
@@ -452,7 +473,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
             raise  # the server is stopping
         # cancelled by our own close (no transport to abort): the socket is released below
     finally:
-        release_socket(ws, player)
+        release_socket(ws, admitted.player)
         conn.gone()
         if conn.closer is not None and not conn.closer.done():
             try:

@@ -16,12 +16,14 @@ class ApiError(Exception):
 
 
 class RestClient:
-    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """``transport``: e.g. ``httpx.ASGITransport(app)`` to talk to an app in this process (tests)."""
         self.base_url = base_url.rstrip("/")
         self.token = token
         # plain http needs no CA bundle (loading it costs ~0.1 s per client)
         verify = True if self.base_url.startswith("https://") else False
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verify)
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verify, transport=transport)
 
     async def __aenter__(self) -> "RestClient":
         return self

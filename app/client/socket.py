@@ -4,8 +4,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
+import orjson
 import websockets
 
 
@@ -44,6 +46,8 @@ class MatchSocket:
         await self.ws.send(json.dumps(hello))
 
     async def send(self, message: dict[str, Any]) -> None:
+        # stdlib json: any value a caller gives is sent as given (orjson refuses ints over 64 bits,
+        # which tests send on purpose); what the server sends is parsed with orjson (recv)
         await self.ws.send(json.dumps(message))
 
     async def act(self, action: dict[str, Any], version: int | None = None) -> int:
@@ -56,7 +60,7 @@ class MatchSocket:
 
     async def recv(self, timeout: float | None = None) -> dict[str, Any]:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        msg = json.loads(raw)
+        msg = orjson.loads(raw)
         if self.record:
             self.received.append(msg)
         return msg
@@ -69,7 +73,16 @@ class MatchSocket:
 Decide = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]
 
 
-async def play(sock: MatchSocket, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
+class Seat(Protocol):
+    """What :func:`play` needs of a seat: a :class:`MatchSocket`, or an in-process bot's peer
+    (``app.runtime.bots.BotPeer``) that gets the same messages."""
+
+    async def recv(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def act(self, action: dict[str, Any], version: int | None = None) -> int: ...
+
+
+async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
                delay: float = 0.0, max_errors: int = 50, idle_timeout: float = 600.0,
                initial: dict[str, Any] | None = None) -> dict[str, Any]:
     """Play until ``ended``: whenever the latest ``state`` gives this socket's seat a prompt to

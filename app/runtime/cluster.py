@@ -26,13 +26,14 @@ import orjson
 
 from app.infra.leases import LeaseKeeper
 from app.infra.pubsub import MessagesLost, PubSub
+from app.runtime import wire
+from app.runtime.interfaces import MatchHost
+from app.runtime.protocol import CLOSE_MOVED, CLOSE_TRY_AGAIN, route
 from app.runtime.wire import encode, error
 
 log = logging.getLogger("bannerfall.cluster")
 
-CLOSE_MOVED = 4503
-#: RFC 6455 "Try Again Later" (also app/api/ws.py)
-CLOSE_TRY_AGAIN = 1013
+__all__ = ["CLOSE_MOVED", "CLOSE_TRY_AGAIN", "Cluster", "Link", "RemotePeer"]
 #: conn ids answered "gone" recently (so a burst of pushes for one closed socket costs one answer)
 _GONE_MEMORY = 1024
 
@@ -43,9 +44,9 @@ class RemotePeer:
     when this node's inbox lost messages (the peer is closed with 4503 so the client resyncs), and
     when its node no longer exists (no subscriber on its channel, checked every ``lease/2`` s)."""
 
-    __slots__ = ("viewer", "player_id", "sent_version", "node", "conn_id", "cluster", "closed", "match_id")
+    __slots__ = ("closed", "cluster", "conn_id", "match_id", "node", "player_id", "sent_version", "viewer")
 
-    def __init__(self, cluster: "Cluster", node: str, conn_id: str, viewer: int, player_id: str | None,
+    def __init__(self, cluster: Cluster, node: str, conn_id: str, viewer: int, player_id: str | None,
                  match_id: str = "") -> None:
         self.cluster = cluster
         self.node = node
@@ -76,9 +77,9 @@ class Link:
     closed with 1013, so a client never waits on a node that is gone. Acts forwarded and not answered
     are bounded by the connection (``Connection.expect_answer``)."""
 
-    __slots__ = ("conn", "match_id", "owner", "conn_id", "cluster", "answered", "timer", "retry_after")
+    __slots__ = ("answered", "cluster", "conn", "conn_id", "match_id", "owner", "retry_after", "timer")
 
-    def __init__(self, cluster: "Cluster", conn: Any, match_id: str, owner: str) -> None:
+    def __init__(self, cluster: Cluster, conn: Any, match_id: str, owner: str) -> None:
         self.cluster = cluster
         self.conn = conn
         self.match_id = match_id
@@ -128,14 +129,16 @@ class Link:
 
 
 class Cluster:
-    """This node's view of the cluster. With in-process backends it is a one-node cluster."""
+    """This node's view of the cluster. With in-process backends it is a one-node cluster.
+    Implements :class:`~app.runtime.interfaces.Ownership`; sees the node's matches only through
+    :class:`~app.runtime.interfaces.MatchHost` (``host``)."""
 
-    def __init__(self, node_id: str, pubsub: PubSub, keeper: LeaseKeeper, manager, *, lease_seconds: float,
-                 multi_node: bool, takeover_interval: float | None = None) -> None:
+    def __init__(self, node_id: str, pubsub: PubSub, keeper: LeaseKeeper, host: MatchHost, *,
+                 lease_seconds: float, multi_node: bool, takeover_interval: float | None = None) -> None:
         self.node_id = node_id
         self.pubsub = pubsub
         self.keeper = keeper
-        self.manager = manager
+        self.host = host
         self.lease_seconds = lease_seconds
         self.multi_node = multi_node
         self.links: dict[str, Link] = {}
@@ -164,6 +167,10 @@ class Cluster:
         await self.keeper.stop(release=True)
 
     # ------------------------------------------------------------------ ownership
+    def holds(self, match_id: str) -> bool:
+        """Whether this node holds the match's lease now (on the monotonic clock)."""
+        return self.keeper.holds(match_id)
+
     async def claim(self, match_id: str) -> tuple[bool, str | None]:
         """Try to own a running match. Returns (owned here, the owner node otherwise)."""
         if self.keeper.holds(match_id):
@@ -198,6 +205,17 @@ class Cluster:
             except Exception as exc:  # Redis down: the bounds on links and acts answer the clients
                 log.warning("publish to %s failed: %s", channel, type(exc).__name__)
 
+    def send_abort(self, node: str, match_id: str, reason: str, by: str | None) -> None:
+        """Ask the owner ``node`` to abort ``match_id`` (it answers through the database)."""
+        self.send(node, {"k": "abort", "m": match_id, "reason": reason, "by": by})
+
+    def open_link(self, conn: Any, match_id: str, owner: str, since_version: int | None, *,
+                  answer_seconds: float | None, retry_after: int) -> Link:
+        """A local socket for a match that ``owner`` runs: attach it there through a :class:`Link`."""
+        link = Link(self, conn, match_id, owner)
+        link.open(since_version, answer_seconds=answer_seconds, retry_after=retry_after)
+        return link
+
     async def node_alive(self, node: str) -> bool:
         """Whether ``node`` is listening on its channel (one node: always). Raises RedisError."""
         if not self.multi_node or node == self.node_id:
@@ -209,7 +227,7 @@ class Cluster:
         peer.closed = True
         if self.remote_peers.get(peer.conn_id) is peer:
             del self.remote_peers[peer.conn_id]
-        runner = self.manager.runners.get(peer.match_id)
+        runner = self.host.live(peer.match_id)
         if runner is not None:
             runner.detach(peer)
 
@@ -218,7 +236,7 @@ class Cluster:
         peer here with 4503 (reconnect and resume; unanswered acts are resent)."""
         for link in list(self.links.values()):
             self.links.pop(link.conn_id, None)
-            link.conn.push(encode(error("match_moved", f"{reason}; reconnect and resume")))
+            link.conn.push(encode(error("match_moved", f"{reason}; reconnect and resume")))  # wire.moved, with why
             link.conn.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
         for peer in list(self.remote_peers.values()):
             peer.close(CLOSE_MOVED, "cluster messages lost; reconnect and resume")
@@ -239,53 +257,71 @@ class Cluster:
                     self.resync("messages between nodes were lost")
 
     async def _handle(self, msg: dict[str, Any]) -> None:
-        kind = msg.get("k")
-        if kind == "push":
-            link = self.links.get(msg["c"])
-            if link is not None:
-                link.deliver(msg["t"])
-            elif msg.get("o") and msg["c"] not in self._gone:
-                # the socket closed here: tell its owner to stop publishing for it
-                self._gone[msg["c"]] = None
-                while len(self._gone) > _GONE_MEMORY:
-                    self._gone.pop(next(iter(self._gone)))
-                self.send(msg["o"], {"k": "detach", "m": msg.get("m", ""), "c": msg["c"]})
-        elif kind == "close":
-            link = self.links.pop(msg["c"], None)
-            if link is not None:
-                if link.timer is not None:
-                    link.timer.cancel()
-                link.conn.close(msg.get("code", CLOSE_MOVED), msg.get("reason", "closed by the match's node"))
-        elif kind == "attach":
-            runner = self.manager.runners.get(msg["m"])
-            peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"])
-            if runner is None:
-                peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
-                return
-            self.remote_peers[peer.conn_id] = peer
-            since = msg.get("since")
-            runner.attach(peer, since_version=since if isinstance(since, int) else None)
-        elif kind == "msg":
-            sender = self.remote_peers.get(msg["c"])
-            runner = self.manager.runners.get(msg["m"])
-            if sender is None:
-                # unknown here (this node restarted, or dropped it): the link must resync
-                if msg.get("n"):
-                    self.send(msg["n"], {"k": "close", "c": msg["c"], "code": CLOSE_MOVED,
-                                         "reason": "the match's node lost this socket; reconnect and resume"})
-                return
-            if runner is None:
-                sender.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
-                return
-            self.manager.dispatch(runner, sender, msg["msg"])
-        elif kind == "abort":
-            runner = self.manager.runners.get(msg["m"])
-            if runner is not None and runner.status == "running":
-                runner.abort(msg.get("reason") or "aborted by an admin", msg.get("by"))
-        elif kind == "detach":
-            gone = self.remote_peers.get(msg["c"])
-            if gone is not None:
-                self.drop_peer(gone)
+        """One message from another node (``k``: push, close, attach, msg, abort, detach)."""
+        handler = self._HANDLERS.get(msg.get("k"))  # type: ignore[arg-type]
+        if handler is not None:
+            handler(self, msg)
+
+    # on the socket's node ------------------------------------------------------------------------
+    def _on_push(self, msg: dict[str, Any]) -> None:
+        """A message from the owner for a socket here."""
+        link = self.links.get(msg["c"])
+        if link is not None:
+            link.deliver(msg["t"])
+        elif msg.get("o") and msg["c"] not in self._gone:
+            # the socket closed here: tell its owner to stop publishing for it
+            self._gone[msg["c"]] = None
+            while len(self._gone) > _GONE_MEMORY:
+                self._gone.pop(next(iter(self._gone)))
+            self.send(msg["o"], {"k": "detach", "m": msg.get("m", ""), "c": msg["c"]})
+
+    def _on_close(self, msg: dict[str, Any]) -> None:
+        """The owner closes a socket here."""
+        link = self.links.pop(msg["c"], None)
+        if link is not None:
+            if link.timer is not None:
+                link.timer.cancel()
+            link.conn.close(msg.get("code", CLOSE_MOVED), msg.get("reason", "closed by the match's node"))
+
+    # on the owner node ----------------------------------------------------------------------------
+    def _on_attach(self, msg: dict[str, Any]) -> None:
+        """A socket on another node joins a match running here: a :class:`RemotePeer` stands for it."""
+        runner = self.host.live(msg["m"])
+        peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"])
+        if runner is None:
+            peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+            return
+        self.remote_peers[peer.conn_id] = peer
+        since = msg.get("since")
+        runner.attach(peer, since_version=since if isinstance(since, int) else None)
+
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        """A client message from a socket on another node: the same route as a local one."""
+        sender = self.remote_peers.get(msg["c"])
+        runner = self.host.live(msg["m"])
+        if sender is None:
+            # unknown here (this node restarted, or dropped it): the link must resync
+            if msg.get("n"):
+                self.send(msg["n"], {"k": "close", "c": msg["c"], "code": CLOSE_MOVED,
+                                     "reason": "the match's node lost this socket; reconnect and resume"})
+            return
+        if runner is None:
+            sender.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
+            return
+        route(runner, sender, msg["msg"])
+
+    def _on_abort(self, msg: dict[str, Any]) -> None:
+        runner = self.host.live(msg["m"])
+        if runner is not None and runner.status == "running":
+            runner.abort(msg.get("reason") or "aborted by an admin", msg.get("by"))
+
+    def _on_detach(self, msg: dict[str, Any]) -> None:
+        gone = self.remote_peers.get(msg["c"])
+        if gone is not None:
+            self.drop_peer(gone)
+
+    _HANDLERS = {"push": _on_push, "close": _on_close, "attach": _on_attach, "msg": _on_msg,
+                 "abort": _on_abort, "detach": _on_detach}
 
     # ------------------------------------------------------------------ failover
     async def _watch(self) -> None:
@@ -311,23 +347,23 @@ class Cluster:
         """Own every running match whose lease is free (its node died, or Redis lost its keys) or
         already ours without a live runner (an earlier load failed); returns how many were loaded.
         One query for the running ids, one MGET for their lease holders."""
-        candidates = [m for m in await self.manager.repo.running_match_ids() if m not in self.manager.runners]
+        candidates = [m for m in await self.host.running_match_ids() if self.host.live(m) is None]
         if not candidates:
             return 0
         owners = await self.keeper.leases.owners(candidates)
         taken = 0
         for match_id in candidates:
-            if owners.get(match_id) not in (None, self.node_id) or match_id in self.manager.runners:
+            if owners.get(match_id) not in (None, self.node_id) or self.host.live(match_id) is not None:
                 continue
             if not await self.keeper.acquire(match_id):
                 continue
             try:
-                runner = await self.manager.load(match_id, owned=True)
+                runner = await self.host.load(match_id, owned=True)
             except Exception:
                 log.exception("node %s could not take over match %s; retrying at the next scan",
                               self.node_id, match_id)
                 continue
-            if runner is not None and match_id in self.manager.runners:
+            if runner is not None and self.host.live(match_id) is not None:
                 taken += 1
                 self.takeovers += 1
                 log.info("node %s took over match %s", self.node_id, match_id)
@@ -356,5 +392,5 @@ class Cluster:
             if owner != links[0].owner:
                 for link in links:
                     self.links.pop(link.conn_id, None)
-                    link.conn.push(encode(error("match_moved", "the match moved to another node; reconnect and resume")))
+                    link.conn.push(encode(wire.moved()))
                     link.conn.close(CLOSE_MOVED, "the match moved; reconnect and resume")

@@ -22,11 +22,12 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, cast
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from app.db.repo import MatchWrite, Repository
+from app.runtime.rows import LogRow, MatchUpdate
 
 log = logging.getLogger("bannerfall.log")
 
@@ -60,8 +61,8 @@ class LogStream(Protocol):
 @dataclass(slots=True)
 class LogRecord:
     stream: LogStream
-    row: dict[str, Any]
-    match_update: dict[str, Any] | None
+    row: LogRow
+    match_update: MatchUpdate | None
     on_durable: Callable[[BaseException | None], None]
     #: ``time.monotonic()`` at submit: a record's retries end ``retry_seconds`` after it was queued
     submitted: float = 0.0
@@ -112,7 +113,7 @@ class LogWriter:
     def pending(self) -> int:
         return len(self._queue)
 
-    def submit(self, stream: LogStream, row: dict[str, Any], match_update: dict[str, Any] | None,
+    def submit(self, stream: LogStream, row: LogRow, match_update: MatchUpdate | None,
                on_durable: Callable[[BaseException | None], None]) -> None:
         """Queue one log row of ``stream``'s match; ``on_durable(None)`` runs after its commit,
         ``on_durable(exc)`` if it was not written: :class:`Fenced`, :class:`StreamFailed`, or the
@@ -160,9 +161,9 @@ class LogWriter:
             entry = groups.get(id(stream))
             if entry is None:
                 entry = groups[id(stream)] = (stream, MatchWrite(stream.match_id, stream.epoch or 0, []))
-            entry[1].rows.append(record.row)
+            entry[1].rows.append(cast("dict[str, Any]", record.row))  # the repository's plain dict rows
             if record.match_update:
-                entry[1].update = record.match_update
+                entry[1].update = cast("dict[str, Any]", record.match_update)
         writes = [w for _, w in groups.values()]
         errors: dict[str, BaseException | None] = {}
         # every record is answered within retry_seconds of its submit (plus one attempt), also when

@@ -14,22 +14,29 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, cast
 
 from app.db.repo import Repository
 from app.games import registry
 from app.games.base import IllegalAction, seed_commitment
 from app.infra.timers import Timers
+from app.runtime import wire
+from app.runtime.interfaces import Link, Ownership
 from app.runtime.logwriter import LogWriter
-from app.runtime.match import MatchRunner
+from app.runtime.match import MatchRunner, Peer
+from app.runtime.protocol import CLOSE_MOVED
 from app.runtime.replay import replay
-from app.runtime.wire import encode, error
+from app.runtime.rows import MatchRow, SeatRow, log_rows, match_row
+from app.runtime.wire import encode
 
 log = logging.getLogger("bannerfall.runtime")
 
 
 class MatchManager:
-    """Every live match on this node, by id."""
+    """Every live match on this node, by id. Implements :class:`~app.runtime.interfaces.MatchHost`
+    (for the cluster) and :class:`~app.runtime.interfaces.MatchDirectory` (for sockets and routes);
+    reaches the cluster only through :class:`~app.runtime.interfaces.Ownership` (:meth:`bind`)."""
 
     FINISHED_CACHE = 64
 
@@ -40,9 +47,10 @@ class MatchManager:
     REMOTE_ABORT_WAIT = 10.0
 
     def __init__(self, repo: Repository, log_writer: LogWriter, timers: Timers, *,
-                 on_match_started: Callable[[dict[str, Any]], None] | None = None,
-                 node_id: str = "local") -> None:
-        self.cluster: Any = None  # set by the app: app.runtime.cluster.Cluster
+                 on_match_started: Callable[[MatchRow], None] | None = None,
+                 node_id: str = "local", ownership: Ownership | None = None) -> None:
+        #: who runs which match (the cluster); None: this node runs every match, no leases
+        self.cluster: Ownership | None = ownership
         self.node_id = node_id
         self.repo = repo
         self.log_writer = log_writer
@@ -62,7 +70,37 @@ class MatchManager:
         self.on_deadline_lag: Callable[[float], None] | None = None
         self._tasks: set[asyncio.Task] = set()
         #: called with a match's meta when it ends here, durably (the meta-game settles specials)
-        self.on_match_ended: Callable[[dict[str, Any]], None] | None = None
+        self.on_match_ended: Callable[[MatchRow], None] | None = None
+
+    def bind(self, ownership: Ownership) -> None:
+        """Set the cluster (made after the manager, since it calls back into it as a ``MatchHost``)."""
+        self.cluster = ownership
+
+    # ------------------------------------------------------------------ MatchHost / MatchDirectory
+    def live(self, match_id: str) -> MatchRunner | None:
+        """The runner of a match running on this node, or None."""
+        return self.runners.get(match_id)
+
+    def live_version(self, match_id: str) -> int | None:
+        """The durable version of a match running on this node, else None (then the stored
+        ``matches.version``, advanced by every log commit, is the durable version)."""
+        runner = self.runners.get(match_id)
+        return runner.durable_version if runner is not None else None
+
+    async def running_match_ids(self) -> list[str]:
+        return await self.repo.running_match_ids()
+
+    async def node_alive(self, node: str) -> bool:
+        """Whether ``node`` still runs (always, without a cluster). Raises RedisError."""
+        return True if self.cluster is None else await self.cluster.node_alive(node)
+
+    def open_link(self, conn: Peer, match_id: str, owner: str, since_version: int | None, *,
+                  answer_seconds: float | None, retry_after: int) -> Link:
+        """A socket here for a match that ``owner`` runs (only with a cluster: ``locate`` names an
+        owner only then)."""
+        assert self.cluster is not None, "a match runs on another node only with a cluster"
+        return self.cluster.open_link(conn, match_id, owner, since_version, answer_seconds=answer_seconds,
+                                      retry_after=retry_after)
 
     async def start(self) -> None:
         self.timers.set_callback(self._on_due)
@@ -83,13 +121,13 @@ class MatchManager:
             return False
         # one node (local timers drop what they may not fire): the runner itself re-arms a deadline
         # it refuses for want of a lease
-        return self.cluster is None or not self.cluster.multi_node or self.cluster.keeper.holds(match_id)
+        return self.cluster is None or not self.cluster.multi_node or self.cluster.holds(match_id)
 
     def _holds_lease(self, match_id: str) -> Callable[[], bool] | None:
-        if self.cluster is None:
+        cluster = self.cluster
+        if cluster is None:
             return None
-        keeper = self.cluster.keeper
-        return lambda: keeper.holds(match_id)
+        return lambda: cluster.holds(match_id)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -104,7 +142,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner, None
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None:
             return None, None
         if match["status"] == "running" and self.cluster is not None:
@@ -136,7 +174,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None or match["game"] not in registry():
             return None
         epoch = None
@@ -149,7 +187,7 @@ class MatchManager:
                 # the fencing token, committed before the log is read: a stale owner can write no more
                 epoch = await self.repo.take_match(match_id, self.node_id)
                 if epoch is None:  # ended meanwhile
-                    match = await self.repo.match(match_id)
+                    match = match_row(await self.repo.match(match_id))
                     if match is None:
                         return None
                     if self.cluster is not None:
@@ -177,8 +215,8 @@ class MatchManager:
     def _cached(self, match_id: str) -> MatchRunner | None:
         return self.runners.get(match_id) or self._finished.get(match_id)
 
-    async def _rebuild(self, match: dict[str, Any], *, epoch: int | None = None) -> MatchRunner:
-        actions = await self.repo.actions(match["id"])
+    async def _rebuild(self, match: MatchRow, *, epoch: int | None = None) -> MatchRunner:
+        actions = log_rows(await self.repo.actions(match["id"]))
         result = replay(match, actions, keep_events=MatchRunner.HISTORY)
         deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
         return MatchRunner(
@@ -195,7 +233,7 @@ class MatchManager:
         runner = self._cached(match_id)
         if runner is not None:
             return runner
-        match = await self.repo.match(match_id)
+        match = match_row(await self.repo.match(match_id))
         if match is None or match["game"] not in registry():
             return None
         if match["status"] != "running":
@@ -212,11 +250,12 @@ class MatchManager:
         if runner is None and owner is None:
             return None
         if runner is None:
-            self.cluster.send(owner, {"k": "abort", "m": match_id, "reason": reason, "by": by})
+            assert self.cluster is not None and owner is not None
+            self.cluster.send_abort(owner, match_id, reason, by)
             deadline = time.monotonic() + self.REMOTE_ABORT_WAIT
             delay = 0.02
             while time.monotonic() < deadline:
-                match = await self.repo.match(match_id)
+                match = match_row(await self.repo.match(match_id))
                 if match is None:
                     return None
                 if match["status"] != "running":
@@ -271,7 +310,7 @@ class MatchManager:
                 if match_id in self.runners:
                     return
                 try:
-                    match = await self.repo.match(match_id)
+                    match = match_row(await self.repo.match(match_id))
                     if match is None or match["status"] != "running":
                         return
                     runner, owner = await self.locate(match_id)
@@ -296,9 +335,7 @@ class MatchManager:
         runner.failed = True
         if self.cluster is None or not self.cluster.multi_node:
             self.recover(match_id)  # no other node will: take it back once the lease is free
-        from app.runtime.cluster import CLOSE_MOVED
-
-        text = encode(error("match_moved", "the match moved to another node; reconnect and resume"))
+        text = encode(wire.moved())
         for peer in list(runner.peers):
             peer.push(text)
             peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
@@ -307,25 +344,6 @@ class MatchManager:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    # ------------------------------------------------------------------ socket messages
-    def dispatch(self, runner: MatchRunner, peer, msg: dict[str, Any]) -> None:
-        """One parsed message from a viewer's socket (local or on another node)."""
-        kind = msg.get("type")
-        if kind == "act":
-            runner.act(peer, msg.get("seq"), msg.get("action"), msg.get("version"))
-        elif kind == "resume":
-            since = msg.get("since_version")
-            if not isinstance(since, int) or isinstance(since, bool) or since < 0:
-                peer.push(encode(error("bad_version", "resume needs 'since_version': a version number")))
-                return
-            runner.attach(peer, since_version=since)
-        elif kind == "ping":
-            peer.push(encode({"type": "pong", "t": msg.get("t")}))
-        elif kind == "hello":
-            peer.push(encode(error("already_authenticated", "hello was already received")))
-        else:
-            peer.push(encode(error("unknown_message_type", f"unknown message type {kind!r}")))
 
     # ------------------------------------------------------------------ deadlines
     def _schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
@@ -358,7 +376,7 @@ class MatchManager:
                 self.on_deadline_lag(max(0.0, time.time() - due))
 
     # ------------------------------------------------------------------ creating
-    async def create_match(self, game_id: str, options: dict[str, Any], seats: list[dict[str, Any]],
+    async def create_match(self, game_id: str, options: dict[str, Any], seats: list[SeatRow],
                            *, lobby_id: str | None = None, seed: bytes | None = None,
                            check_seats: Callable[[list[dict[str, Any]]], None] | None = None) -> MatchRunner:
         """Start a match: a fresh 32-byte seed (its SHA-256 public), the initial state, deadlines armed.
@@ -379,7 +397,7 @@ class MatchManager:
         deadlines: dict[int, float] = {}
         for p in prompts:
             deadlines[p.phase_id] = max(deadlines.get(p.phase_id, 0.0), now + p.deadline_seconds)
-        match: dict[str, Any] = {
+        match: MatchRow = {
             "id": uuid.uuid4().hex, "game": game_id, "options": opts.model_dump(mode="json"),
             "seat_count": len(seats), "seats": seats, "seed": seed.hex(), "seed_hash": seed_commitment(seed),
             "status": "running", "lobby_id": lobby_id, "deadlines": {str(k): v for k, v in deadlines.items()},
@@ -392,11 +410,12 @@ class MatchManager:
                 raise RuntimeError(f"could not take the lease of new match {match['id']}")
         try:
             if lobby_id is None:
-                await self.repo.create_match(match)
+                await self.repo.create_match(dict(match))
             else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
                 base = match
-                match = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
-                                                          check_seats)
+                started = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
+                                                            check_seats)
+                match = cast(MatchRow, started)
         except BaseException:
             if self.cluster is not None:
                 await self.cluster.release(match["id"])

@@ -13,20 +13,28 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
-from app.games.base import ADMIN, SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
-from app.runtime.wire import encode, error
+from app.games.base import SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
+from app.runtime import wire
+from app.runtime.rows import LogRow, MatchRow, MatchUpdate
+from app.runtime.wire import (
+    CLOSE_MATCH_GONE,
+    CLOSE_MOVED,
+    CLOSE_REPLACED,
+    CLOSE_SLOW,
+    CLOSE_STORAGE,
+    encode,
+    error,
+)
 
 if TYPE_CHECKING:
     from app.runtime.logwriter import LogWriter
 
 log = logging.getLogger("bannerfall.match")
 
-#: close codes (also in docs/protocol.md)
-CLOSE_REPLACED = 4001
-CLOSE_MATCH_GONE = 4004
-CLOSE_SLOW = 4008
+__all__ = ["CLOSE_MATCH_GONE", "CLOSE_REPLACED", "CLOSE_SLOW", "MatchRunner", "Peer"]
 
 
 class Peer(Protocol):
@@ -49,16 +57,16 @@ class MatchRunner:
     RECENT_PER_SEAT = 128
     HISTORY = 256
 
-    def __init__(self, *, match: Mapping[str, Any], game: Game, state: Any, version: int,
-                 log_writer: "LogWriter", deadlines: dict[int, float] | None,
-                 schedule: Callable[[str, int, float], None], on_finished: Callable[["MatchRunner"], None],
+    def __init__(self, *, match: MatchRow, game: Game, state: Any, version: int,
+                 log_writer: LogWriter, deadlines: dict[int, float] | None,
+                 schedule: Callable[[str, int, float], None], on_finished: Callable[[MatchRunner], None],
                  history: list[tuple[int, list[Event]]] | None = None,
                  client_seqs: dict[int, dict[int, int]] | None = None, now: Callable[[], float] = time.time,
                  status: str = "running", cancel: Callable[[str, int], None] | None = None,
                  epoch: int | None = None, phase_starts: Mapping[int, int] | None = None,
                  holds_lease: Callable[[], bool] | None = None) -> None:
         self.match_id: str = match["id"]
-        self.meta = dict(match)
+        self.meta: MatchRow = MatchRow(**match)  # type: ignore[typeddict-item]
         self.game = game
         self.state = state
         self.version = version
@@ -94,7 +102,7 @@ class MatchRunner:
         for seat, seqs in (client_seqs or {}).items():
             cache = self._recent.setdefault(seat, OrderedDict())
             for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
-                cache[cseq] = {"type": "ack", "seq": cseq, "version": ver}
+                cache[cseq] = wire.ack(cseq, ver)
         self.outcome: Outcome | None = game.outcome(state) if status == "running" else None
         self.durable_prompts: list[dict[str, Any]] = self.public_prompts()
         self.durable_status = status
@@ -124,71 +132,40 @@ class MatchRunner:
         if since_version is not None and since_version < self.durable_version:
             oldest = self.history[0][0] if self.history else self.durable_version + 1
             complete = since_version + 1 >= oldest
-            for ver, evs in self.history:
-                if since_version < ver <= self.durable_version:
-                    events.extend(self._wire_events(ver, evs, peer.viewer))
+            events = wire.history_events(self.history, peer.viewer, since_version, self.durable_version)
         peer.sent_version = self.durable_version
-        peer.push(encode(self.state_message(peer.viewer, events, events_complete=complete)))
+        peer.push(encode(self.current_state(peer.viewer, events, events_complete=complete)))
         if self.status != "running":
-            peer.push(encode(self.ended_message()))
+            peer.push(encode(self._ended()))
 
     def detach(self, peer: Peer) -> None:
         self.peers.discard(peer)
         if peer.viewer >= 0 and self.seat_peers.get(peer.viewer) is peer:
             del self.seat_peers[peer.viewer]
 
-    # ------------------------------------------------------------------ messages
+    # ------------------------------------------------------------------ messages (shaped in wire)
     def public_prompts(self) -> list[dict[str, Any]]:
-        out = []
-        for p in self.prompts:
-            out.append({"seat": p.seat, "kind": p.kind, "phase_id": p.phase_id,
-                        "simultaneous": p.simultaneous, "submitted": p.submitted,
-                        "deadline_at": self.deadlines.get(p.phase_id)})
-        return out
+        return wire.public_prompts(self.prompts, self.deadlines)
 
-    def state_message(self, viewer: int, events: list[dict[str, Any]], *, events_complete: bool = True,
-                      state: Any = None, version: int | None = None,
-                      prompts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """A ``state`` message; by default as of the last durable version (never a state whose
-        action is still being committed)."""
-        state = self.durable_state if state is None else state
-        msg = {
-            "type": "state",
-            "match_id": self.match_id,
-            "game": self.game.id,
-            "version": self.durable_version if version is None else version,
-            "status": self.durable_status,
-            "seat": viewer if viewer >= 0 else None,
-            "viewer": "seat" if viewer >= 0 else ("admin" if viewer == ADMIN else "spectator"),
-            "prompts": self.durable_prompts if prompts is None else prompts,
-            "view": self.game.view(state, viewer),
-            "events": events,
-        }
-        if not events_complete:
-            msg["events_complete"] = False
-        return msg
+    def current_state(self, viewer: int, events: list[dict[str, Any]] = [], *,  # noqa: B006 (read only)
+                      events_complete: bool = True) -> dict[str, Any]:
+        """``viewer``'s ``state`` message as of the last durable version (never a state whose action
+        is still being committed)."""
+        return wire.state_message(match_id=self.match_id, game=self.game, state=self.durable_state,
+                                  version=self.durable_version, status=self.durable_status, viewer=viewer,
+                                  prompts=self.durable_prompts, events=events, events_complete=events_complete)
 
-    def ended_message(self) -> dict[str, Any]:
-        return {
-            "type": "ended",
-            "match_id": self.match_id,
-            "status": self.status,
-            "version": self.durable_version,
-            "outcome": self.outcome.to_wire() if self.outcome else None,
-            "seed": self.meta["seed"],
-            "seed_hash": self.meta["seed_hash"],
-        }
-
-    @staticmethod
-    def _wire_events(version: int, events: list[Event], viewer: int) -> list[dict[str, Any]]:
-        return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
+    def _ended(self) -> dict[str, Any]:
+        return wire.ended_message(match_id=self.match_id, status=self.status, version=self.durable_version,
+                                  outcome=self.outcome, seed=self.meta["seed"], seed_hash=self.meta["seed_hash"])
 
     # ------------------------------------------------------------------ the writer
-    def act(self, peer: Peer, client_seq: Any, action: Any, version: Any = None) -> None:
-        """A seat's action from a socket. Replies go to ``peer``: ``ack`` after the commit, or ``error``."""
-        if not isinstance(client_seq, int) or isinstance(client_seq, bool) or not (0 <= client_seq < 2**62):
-            peer.push(encode(error("bad_seq", "act needs an integer 'seq' >= 0")))
-            return
+    def act(self, peer: Peer, client_seq: int, action: Any, version: int | None = None) -> None:
+        """A seat's action, as validated by :func:`app.runtime.protocol.route` (``client_seq`` an
+        integer in [0, 2**62), ``version`` an integer or None). Replies go to ``peer``: ``ack`` after
+        the commit, or ``error`` (not_a_player, match_over, match_moved + close 4503, bad_version,
+        stale_version, not_your_turn, or the game's ``IllegalAction`` code). The pipeline, in order:
+        seat? → duplicate seq? → match running? → lease? → version? → prompt? → apply."""
         seat = peer.viewer
         if seat < 0:
             peer.push(encode(error("not_a_player", "spectators and admins cannot act", seq=client_seq)))
@@ -207,14 +184,11 @@ class MatchRunner:
         if not self.may_write():
             # no valid lease (this node was paused, or cannot reach Redis): another node may run the
             # match now; nothing is applied here (issue 9 item 2)
-            from app.runtime.cluster import CLOSE_MOVED
-
-            peer.push(encode(error("match_moved", "the match moved to another node; reconnect and resume",
-                                   seq=client_seq)))
+            peer.push(encode({**wire.moved(), "seq": client_seq}))
             peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
             return
         if version is not None:
-            if not isinstance(version, int) or isinstance(version, bool) or version > self.version:
+            if version > self.version:
                 peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
                 return
             seat_prompt = next((p for p in self.prompts if p.seat == seat), None)
@@ -278,35 +252,17 @@ class MatchRunner:
         self.version += 1
         version = self.version
         now = self._now()
-        old_phases = {p.phase_id for p in self.prompts}
-        self.prompts = self.game.prompts(new_state)
-        new_deadlines: dict[int, float] = {}
-        armed: list[tuple[int, float]] = []
-        for p in self.prompts:
-            if p.phase_id in self.deadlines:
-                new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
-            elif p.phase_id not in new_deadlines:
-                new_deadlines[p.phase_id] = now + p.deadline_seconds
-                self._phase_start[p.phase_id] = version
-                armed.append((p.phase_id, new_deadlines[p.phase_id]))
-            else:
-                new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
-        ended = old_phases - set(new_deadlines)
-        for gone in ended:
-            self._phase_start.pop(gone, None)
-        self.deadlines = new_deadlines
+        armed, ended = self._advance_phases(now, version)
+        new_deadlines = self.deadlines
         self.outcome = self.game.outcome(new_state)
-        match_update = None
+        match_update: MatchUpdate | None = None
         if self.outcome is not None:
             self.status = "finished"
             match_update = {"id": self.match_id, "status": "finished", "outcome": self.outcome.to_wire(),
                             "ended_at": now, "version": version}
         if client_seq is not None:
-            recent = self._recent.setdefault(seat, OrderedDict())
-            recent[client_seq] = None
-            while len(recent) > self.RECENT_PER_SEAT:
-                recent.popitem(last=False)
-        row = {"match_id": self.match_id, "seq": version, "seat": seat, "kind": kind,
+            self._committing(seat, client_seq)
+        row: LogRow = {"match_id": self.match_id, "seq": version, "seat": seat, "kind": kind,
                "action": action, "client_seq": client_seq,
                "deadlines": {str(k): v for k, v in new_deadlines.items()}, "created_at": now}
         self.history.append((version, events))
@@ -322,15 +278,7 @@ class MatchRunner:
             self.durable_prompts = prompts_wire
             self.durable_status = status
             if client_seq is not None:
-                reply = {"type": "ack", "seq": client_seq, "version": version}
-                cache = self._recent.get(seat)
-                if cache is not None and client_seq in cache:
-                    cache[client_seq] = reply
-                text = encode(reply)
-                if reply_to is not None:
-                    reply_to.push(text)
-                for waiter in self._waiters.pop((seat, client_seq), ()):
-                    waiter.push(text)  # a duplicate gets the same answer
+                self._acknowledge(seat, client_seq, version, reply_to)
             self._broadcast(new_state, version, events, prompts_wire, status)
             for phase_id, due in armed:
                 self._schedule(self.match_id, phase_id, due)
@@ -342,32 +290,73 @@ class MatchRunner:
 
         self.log_writer.submit(self, row, match_update, on_durable)
 
+    def _advance_phases(self, now: float, version: int) -> tuple[list[tuple[int, float]], set[int]]:
+        """The prompts and deadlines after a change at ``version``: a phase still open keeps its
+        deadline; a new phase gets ``now + deadline_seconds`` and starts at ``version`` (the stale
+        rule). Returns (the deadlines to arm, the phases that ended)."""
+        old_phases = {p.phase_id for p in self.prompts}
+        self.prompts = self.game.prompts(self.state)
+        new_deadlines: dict[int, float] = {}
+        armed: list[tuple[int, float]] = []
+        for p in self.prompts:
+            if p.phase_id in self.deadlines:
+                new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
+            elif p.phase_id not in new_deadlines:
+                new_deadlines[p.phase_id] = now + p.deadline_seconds
+                self._phase_start[p.phase_id] = version
+                armed.append((p.phase_id, new_deadlines[p.phase_id]))
+            else:
+                new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
+        ended = old_phases - set(new_deadlines)
+        for gone in ended:
+            self._phase_start.pop(gone, None)
+        self.deadlines = new_deadlines
+        return armed, ended
+
+    def _committing(self, seat: int, client_seq: int) -> None:
+        """Remember ``client_seq`` as in flight (a duplicate waits for its answer)."""
+        recent = self._recent.setdefault(seat, OrderedDict())
+        recent[client_seq] = None
+        while len(recent) > self.RECENT_PER_SEAT:
+            recent.popitem(last=False)
+
+    def _acknowledge(self, seat: int, client_seq: int, version: int, reply_to: Peer | None) -> None:
+        """The action is durable: ``ack`` to the actor and to any duplicate waiting, and cached."""
+        reply = wire.ack(client_seq, version)
+        cache = self._recent.get(seat)
+        if cache is not None and client_seq in cache:
+            cache[client_seq] = reply
+        text = encode(reply)
+        if reply_to is not None:
+            reply_to.push(text)
+        for waiter in self._waiters.pop((seat, client_seq), ()):
+            waiter.push(text)  # a duplicate gets the same answer
+
     def _broadcast(self, state: Any, version: int, events: list[Event], prompts: list[dict[str, Any]],
                    status: str) -> None:
+        """Every viewer gets its ``state`` at ``version`` with the events it may see (and any it
+        missed while attaching). Spectators with nothing private share one encoded message."""
         if not self.peers:
             return
         spectator_text: str | None = None
         for peer in list(self.peers):
             viewer = peer.viewer
-            wire_events = self._wire_events(version, events, viewer)
-            if peer.sent_version < version - 1:
-                # this peer missed versions (it attached while they were committing): add them
-                missed = [e for ver, evs in self.history if peer.sent_version < ver < version
-                          for e in self._wire_events(ver, evs, viewer)]
-                wire_events = missed + wire_events
+            # versions this peer missed (it attached while they were committing), then this one
+            events_out = wire.history_events(self.history, viewer, peer.sent_version, version - 1) \
+                if peer.sent_version < version - 1 else []
+            events_out += wire.wire_events(version, events, viewer)
             peer.sent_version = version
-            if viewer == SPECTATOR and not wire_events:
+            if viewer == SPECTATOR and not events_out:
                 if spectator_text is None:
                     spectator_text = encode(self._state_at(SPECTATOR, [], state, version, prompts, status))
                 peer.push(spectator_text)
                 continue
-            peer.push(encode(self._state_at(viewer, wire_events, state, version, prompts, status)))
+            peer.push(encode(self._state_at(viewer, events_out, state, version, prompts, status)))
 
     def _state_at(self, viewer: int, events: list[dict[str, Any]], state: Any, version: int,
                   prompts: list[dict[str, Any]], status: str) -> dict[str, Any]:
-        msg = self.state_message(viewer, events, state=state, version=version, prompts=prompts)
-        msg["status"] = status
-        return msg
+        return wire.state_message(match_id=self.match_id, game=self.game, state=state, version=version,
+                                  status=status, viewer=viewer, prompts=prompts, events=events)
 
     def abort(self, reason: str, by: str | None,
               on_done: Callable[[BaseException | None], None] | None = None) -> None:
@@ -386,10 +375,10 @@ class MatchRunner:
         self.status = "aborted"
         self.prompts = []
         self.deadlines = {}
-        row = {"match_id": self.match_id, "seq": version, "seat": None, "kind": "abort",
+        row: LogRow = {"match_id": self.match_id, "seq": version, "seat": None, "kind": "abort",
                "action": {"type": "abort", "reason": reason, "by": by}, "client_seq": None,
                "deadlines": {}, "created_at": now}
-        update = {"id": self.match_id, "status": "aborted", "ended_at": now, "version": version,
+        update: MatchUpdate = {"id": self.match_id, "status": "aborted", "ended_at": now, "version": version,
                   "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}}
         self.outcome = Outcome(ranks={}, scores={}, reason=f"aborted: {reason}")
 
@@ -416,7 +405,7 @@ class MatchRunner:
         self.meta["version"] = self.durable_version
         self.meta["outcome"] = self.outcome.to_wire() if self.outcome else None
         self.meta["ended_at"] = self._now()
-        text = encode(self.ended_message())
+        text = encode(self._ended())
         for peer in list(self.peers):
             peer.push(text)
         self._on_finished(self)
@@ -431,15 +420,13 @@ class MatchRunner:
 
         self.failed = True
         if isinstance(exc, Fenced):
-            from app.runtime.cluster import CLOSE_MOVED
-
             self.failure = "fenced"
-            text = encode(error("match_moved", "the match moved to another node; reconnect and resume"))
+            text = encode(wire.moved())
             code, reason = CLOSE_MOVED, "the match moved; reconnect and resume"
         else:
             self.failure = "storage"
             text = encode(error("storage_unavailable", "the match could not be saved; reconnect to resume"))
-            code, reason = 1011, "storage unavailable"
+            code, reason = CLOSE_STORAGE, "storage unavailable"
         for peer in list(self.peers):
             peer.push(text)
             peer.close(code, reason)

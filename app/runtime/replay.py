@@ -1,11 +1,13 @@
 """Rebuild a match from its seed and action log: crash recovery, ``bannerfall replay|verify``, admin replay."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from app.games import registry
 from app.games.base import Event, Game, IllegalAction, Outcome
+from app.runtime.rows import LogRow, MatchRow
 
 
 @dataclass
@@ -28,12 +30,12 @@ class ReplayMismatch(Exception):
     """The log does not replay: an action the engine now rejects (code, at version)."""
 
 
-def initial_state(game: Game, match: dict[str, Any]):
+def initial_state(game: Game, match: MatchRow):
     options = game.Options.model_validate(match["options"])
     return game.setup(match["seat_count"], options, bytes.fromhex(match["seed"]))
 
 
-def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_events: int = 256,
+def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256,
            until: int | None = None) -> Replayed:
     """Re-run ``actions`` (log rows in ``seq`` order) from the match's seed.
 
@@ -53,15 +55,19 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
             out.last_deadlines = row["deadlines"]
             out.phase_starts = _starts(out.phase_starts, row)
             continue
+        seat = row["seat"]
+        if seat is None:
+            raise ReplayMismatch(f"seq {row['seq']}: a {row['kind']} record without a seat")
         try:
-            state, events = game.apply(state, row["seat"], row["action"])
+            state, events = game.apply(state, seat, row["action"])
         except IllegalAction as exc:
             raise ReplayMismatch(f"seq {row['seq']}: {exc.code}: {exc.message}") from exc
         out.version = row["seq"]
         out.last_deadlines = row["deadlines"]
         out.phase_starts = _starts(out.phase_starts, row)
-        if row.get("client_seq") is not None and row["seat"] is not None:
-            out.client_seqs.setdefault(row["seat"], {})[row["client_seq"]] = row["seq"]
+        client_seq = row.get("client_seq")
+        if client_seq is not None:
+            out.client_seqs.setdefault(seat, {})[client_seq] = row["seq"]
         out.history.append((row["seq"], events))
         if len(out.history) > keep_events:
             del out.history[: len(out.history) - keep_events]
@@ -69,7 +75,7 @@ def replay(match: dict[str, Any], actions: Iterable[dict[str, Any]], *, keep_eve
     return out
 
 
-def _starts(before: dict[int, int], row: dict[str, Any]) -> dict[int, int]:
+def _starts(before: dict[int, int], row: LogRow) -> dict[int, int]:
     return {int(k): before.get(int(k), row["seq"]) for k in (row["deadlines"] or {})}
 
 

@@ -1,12 +1,46 @@
-"""Encoding of server messages (orjson) and the error codes the runtime itself raises."""
+"""The wire: every message the server sends on a match socket is shaped here, and only here.
+
+Protocol: ``docs/protocol.md`` (schemas in ``app/api/messages.py``). The runner decides *what*
+happened and *who* may see it; this module decides *how it looks on the wire*. Per-viewer filtering
+of the game state stays in ``Game.view`` and ``Event.visible_to`` (the game contract); this module
+only assembles their results into messages and encodes them with orjson.
+
+Issue 11 (deltas) builds on :func:`state_message`: a delta for one viewer is the difference between
+two of its ``state`` messages, so it is added here beside the full form.
+"""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from app.games.base import ADMIN, Event, Outcome, Prompt
 
-def encode(message: dict[str, Any]) -> str:
+if TYPE_CHECKING:
+    from app.games.base import Game
+
+# -- close codes (docs/protocol.md, "Close codes and bounded times") ------------------------------------------------------------------------------
+CLOSE_REPLACED = 4001
+CLOSE_MATCH_GONE = 4004
+CLOSE_SLOW = 4008
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+CLOSE_HELLO_TIMEOUT = 4408
+#: the match moved to another node / an ``act`` got no answer in time: reconnect, ``resume``, resend
+CLOSE_MOVED = CLOSE_RESEND = 4503
+#: RFC 6455 "Try Again Later": storage or the match's node unavailable right now
+CLOSE_TRY_AGAIN = 1013
+#: RFC 6455 "Internal Error": the match could not be saved
+CLOSE_STORAGE = 1011
+
+#: the server messages (``type``), as documented in docs/protocol.md
+SERVER_TYPES = ("state", "ack", "error", "ended", "pong")
+
+
+def encode(message: Mapping[str, Any]) -> str:
     """One wire message as JSON text. str-keyed dicts take orjson's fast path; a message with
     non-str keys (ints) is encoded with ``OPT_NON_STR_KEYS`` (about twice as slow)."""
     try:
@@ -16,8 +50,85 @@ def encode(message: dict[str, Any]) -> str:
 
 
 def error(code: str, message: str, *, seq: int | None = None, **extra: Any) -> dict[str, Any]:
+    """An ``error`` message: ``code`` (docs/protocol.md lists every one), a sentence, the ``seq`` of
+    the ``act`` it answers if any, and extra fields (``version``, ``retry_after``)."""
     out: dict[str, Any] = {"type": "error", "code": code, "message": message}
     if seq is not None:
         out["seq"] = seq
     out.update(extra)
     return out
+
+
+def ack(seq: int, version: int) -> dict[str, Any]:
+    """The ``ack`` of a client ``act`` ``seq``, sent once the action is durable at ``version``."""
+    return {"type": "ack", "seq": seq, "version": version}
+
+
+def pong(t: Any) -> dict[str, Any]:
+    """The answer to ``ping``: the client's ``t`` echoed."""
+    return {"type": "pong", "t": t}
+
+
+def moved() -> dict[str, Any]:
+    """``match_moved``: another node runs the match now (sent before close 4503)."""
+    return error("match_moved", "the match moved to another node; reconnect and resume")
+
+
+def viewer_kind(viewer: int) -> str:
+    """``seat`` for a seat number >= 0, else ``admin`` or ``spectator``."""
+    return "seat" if viewer >= 0 else ("admin" if viewer == ADMIN else "spectator")
+
+
+def public_prompts(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) -> list[dict[str, Any]]:
+    """The prompts as every viewer sees them (``PromptInfo``): who must decide what, by when
+    (``deadline_at``: epoch seconds, or None)."""
+    return [{"seat": p.seat, "kind": p.kind, "phase_id": p.phase_id, "simultaneous": p.simultaneous,
+             "submitted": p.submitted, "deadline_at": deadlines.get(p.phase_id)} for p in prompts]
+
+
+def wire_events(version: int, events: Iterable[Event], viewer: int) -> list[dict[str, Any]]:
+    """The events of ``version`` that ``viewer`` may see, each tagged with ``v`` (its version)."""
+    return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
+
+
+def history_events(history: Iterable[tuple[int, list[Event]]], viewer: int, after: int,
+                   upto: int) -> list[dict[str, Any]]:
+    """The events ``viewer`` may see of the versions in ``(after, upto]`` of ``history``."""
+    return [e for ver, evs in history if after < ver <= upto for e in wire_events(ver, evs, viewer)]
+
+
+def state_message(*, match_id: str, game: Game, state: Any, version: int, status: str, viewer: int,
+                  prompts: list[dict[str, Any]], events: list[dict[str, Any]],
+                  events_complete: bool = True) -> dict[str, Any]:
+    """A ``state`` message: ``viewer``'s whole view (``Game.view``, the only path from state to the
+    wire) at ``version``, the public prompts and the events since the last one it was sent.
+    ``events_complete=False`` when older events were no longer in memory (the client refreshes)."""
+    msg = {
+        "type": "state",
+        "match_id": match_id,
+        "game": game.id,
+        "version": version,
+        "status": status,
+        "seat": viewer if viewer >= 0 else None,
+        "viewer": viewer_kind(viewer),
+        "prompts": prompts,
+        "view": game.view(state, viewer),
+        "events": events,
+    }
+    if not events_complete:
+        msg["events_complete"] = False
+    return msg
+
+
+def ended_message(*, match_id: str, status: str, version: int, outcome: Outcome | None, seed: str,
+                  seed_hash: str) -> dict[str, Any]:
+    """``ended``: the final status and outcome, and the seed revealed (``sha256(seed) == seed_hash``)."""
+    return {
+        "type": "ended",
+        "match_id": match_id,
+        "status": status,
+        "version": version,
+        "outcome": outcome.to_wire() if outcome else None,
+        "seed": seed,
+        "seed_hash": seed_hash,
+    }

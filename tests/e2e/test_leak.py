@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -21,6 +21,7 @@ from app.games import registry
 from app.games.base import SPECTATOR
 from app.runtime.bots import make_bot
 from app.runtime.replay import initial_state
+from app.runtime.rows import MatchRow
 from tests.conftest import ServerProcess
 
 TOKEN_RE = re.compile(r"^[a-z2-7]{12}$")
@@ -129,7 +130,7 @@ def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]]) -> l
     game = registry()[game_id]
     match = dict(result["match"])
     match["seat_count"] = len(match["seats"])
-    state = initial_state(game, match)
+    state = initial_state(game, cast(MatchRow, match))
     viewers = list(result["raw"])
     hidden: dict[int, list[frozenset[str]]] = {v: [frozenset(game.hidden_tokens(state, v))] for v in viewers}
     for row in log:

@@ -19,12 +19,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import websockets
 
 from app.client.socket import ws_url
+from app.runtime.rows import LogRow, MatchRow
 from tests.conftest import ROOT, ServerProcess, free_port
 
 PG_BIN = Path(os.environ.get("BANNERFALL_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -427,7 +428,7 @@ def check_log(match: dict[str, Any], actions: list[dict[str, Any]],
 
     seqs = [a["seq"] for a in actions]
     assert seqs == list(range(1, len(seqs) + 1)), f"log gap or duplicate: seqs {seqs}"
-    replay(match, actions)
+    replay(cast(MatchRow, match), cast(list[LogRow], actions))
     by_seq = {a["seq"]: a for a in actions}
     for seat, cseq, version in acks:
         row = by_seq.get(version)
@@ -444,7 +445,7 @@ def deadline_rows_by_phase(match: dict[str, Any], actions: list[dict[str, Any]])
     from app.runtime.replay import initial_state
 
     game = registry()[match["game"]]
-    state = initial_state(game, match)
+    state = initial_state(game, cast(MatchRow, match))
     out: dict[tuple[int, int], list[int]] = {}
     for row in actions:
         if row["kind"] == "abort":

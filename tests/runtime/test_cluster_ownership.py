@@ -37,7 +37,7 @@ class Node:
         self.keeper = LeaseKeeper(self.backends.leases, node_id, LEASE, on_lost=self.manager.lease_lost)
         self.cluster = Cluster(node_id, self.backends.pubsub, self.keeper, self.manager, lease_seconds=LEASE,
                                multi_node=True, takeover_interval=0.2)
-        self.manager.cluster = self.cluster
+        self.manager.bind(self.cluster)
 
     async def start(self) -> "Node":
         self.writer.start()

@@ -68,7 +68,7 @@ class Node:
         self.manager = MatchManager(self.repo, self.writer, self.timers, node_id=node_id)
         keeper = LeaseKeeper(leases, node_id, 2.0, on_lost=self.manager.lease_lost)
         self.cluster = Cluster(node_id, LocalPubSub(), keeper, self.manager, lease_seconds=2.0, multi_node=False)
-        self.manager.cluster = self.cluster
+        self.manager.bind(self.cluster)
 
     async def start(self) -> "Node":
         self.writer.start()

@@ -6,6 +6,7 @@ import pytest
 
 from app.games import registry
 from app.games.base import SPECTATOR, IllegalAction
+from app.runtime.protocol import route
 from tests.runtime.twins import Clock, FakePeer, make_runner
 
 provinces = registry()["provinces"]
@@ -65,7 +66,11 @@ def test_errors_change_nothing():
              (peers[seat], None, {"type": "end_turn"}, None, "bad_seq"),
              (peers[seat], 4, {"type": "end_turn"}, 5, "bad_version")]
     for peer, seq, action, version, code in cases:
-        runner.act(peer, seq, action, version)
+        # through the one route every client message takes (app.runtime.protocol)
+        msg = {"type": "act", "seq": seq, "action": action}
+        if version is not None:
+            msg["version"] = version
+        route(runner, peer, msg)
         assert peer.messages[-1]["type"] == "error" and peer.messages[-1]["code"] == code
     assert runner.version == 0 and writer.pending == []
     assert provinces.view(runner.state, -2) == before

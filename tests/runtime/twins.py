@@ -6,6 +6,7 @@ from typing import Any, Callable, cast
 
 from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner
+from app.runtime.rows import MatchRow
 
 
 class FakeLogWriter:
@@ -74,7 +75,7 @@ def make_runner(game, seats: int, options: dict | None = None, seed: bytes = b"s
     deadlines = {}
     for p in game.prompts(state):
         deadlines[p.phase_id] = clock() + p.deadline_seconds
-    runner = MatchRunner(match=match, game=game, state=state, version=0, deadlines=deadlines,
+    runner = MatchRunner(match=cast(MatchRow, match), game=game, state=state, version=0, deadlines=deadlines,
                          log_writer=cast(LogWriter, writer),  # the in-memory twin, duck-typed
                          schedule=lambda m, ph, due: scheduled.append((m, ph, due)),
                          on_finished=finished.append, now=clock)

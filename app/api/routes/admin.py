@@ -36,9 +36,9 @@ async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, set
     out = [match_public(m) for m in rows]
     for m, row in zip(out, rows):
         m.seed = row["seed"] if row["status"] != "running" else None
-        live = manager.runners.get(row["id"])
+        live = manager.live_version(row["id"])  # else the stored version, even while running
         if live is not None:
-            m.version = live.durable_version
+            m.version = live
     return MatchPage(items=out, next_cursor=next_cursor)
 
 
@@ -51,7 +51,7 @@ async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -
     if runner is None:
         raise not_found("match")
     refuse_seated_admin(runner.meta, admin)
-    msg = runner.state_message(ADMIN, [])
+    msg = runner.current_state(ADMIN)
     hidden = runner.game.hidden_tokens
     return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
             "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}

@@ -9,6 +9,7 @@ from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.schemas import MatchPage, MatchPublic, MatchSeat, Text
 from app.db.paging import BadCursor
+from app.runtime.interfaces import MatchDirectory
 
 router = APIRouter(prefix="/matches", tags=["matches"])
 
@@ -26,13 +27,13 @@ def match_public(m: dict[str, Any]) -> MatchPublic:
     )
 
 
-def with_live_version(manager, out: MatchPublic) -> MatchPublic:
-    """Running matches' stored version is written at the end; a live runner here knows the current one."""
-    live = manager.runners.get(out.id)
+def with_live_version(matches: MatchDirectory, out: MatchPublic) -> MatchPublic:
+    """The match's durable version: the stored one (every log commit advances ``matches.version`` in
+    the statement that checks its fencing epoch), or the live runner's when the match runs here
+    (the same number, read without a query)."""
+    live = matches.live_version(out.id)
     if live is not None:
-        out.version = live.durable_version
-    elif out.status == "running":
-        out.version = None
+        out.version = live
     return out
 
 

@@ -1,0 +1,177 @@
+"""The client side of the match protocol, in one place: decode a frame, validate a message, route it.
+
+Every client message goes through here, whatever carries it: a socket on this node
+(``app/api/ws.py``), a socket on another node (its messages arrive over pub/sub, ``app/runtime/cluster.py``)
+or an in-process bot (``app/runtime/bots.py``). So every seat gets the same validation and the same
+answers (docs/protocol.md). Routing hands a valid ``act`` to the match's single writer
+(:meth:`app.runtime.match.MatchRunner.act`), which applies the rules checks (match over, seat,
+duplicate, stale version, prompt, ``Game.apply``).
+
+Close codes (docs/protocol.md, "Close codes and bounded times") are defined in ``wire`` (they are
+part of what the server sends) and importable from here.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import orjson
+
+# the close codes too: callers of the protocol find them here
+from app.runtime.wire import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_FORBIDDEN,
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_MATCH_GONE,
+    CLOSE_MOVED,
+    CLOSE_NOT_FOUND,
+    CLOSE_REPLACED,
+    CLOSE_RESEND,
+    CLOSE_SLOW,
+    CLOSE_STORAGE,
+    CLOSE_TRY_AGAIN,
+    CLOSE_UNAUTHORIZED,
+    encode,
+    error,
+    pong,
+)
+
+if TYPE_CHECKING:
+    from app.runtime.match import MatchRunner, Peer
+
+__all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE_MATCH_GONE", "CLOSE_MOVED",
+           "CLOSE_NOT_FOUND", "CLOSE_REPLACED", "CLOSE_RESEND", "CLOSE_SLOW", "CLOSE_STORAGE", "CLOSE_TRY_AGAIN",
+           "CLOSE_UNAUTHORIZED", "Hello", "ProtocolError", "check_message", "decode", "parse_hello", "route"]
+
+#: the client messages (``type``)
+CLIENT_TYPES = ("hello", "act", "resume", "ping")
+
+
+class ProtocolError(Exception):
+    """A client message refused: ``code`` and a sentence for the ``error`` message; ``close`` the
+    close code when the socket must be closed (before ``hello`` is accepted), else None."""
+
+    def __init__(self, code: str, message: str, close: int | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message
+        self.close = close
+
+
+# -- frames -----------------------------------------------------------------------------------
+def has_nul(value: Any) -> bool:
+    """Whether a parsed JSON value holds a NUL character in any string (key or value)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(v) for v in value)
+    return False
+
+
+def utf8_size_over(text: str | bytes, limit: int) -> bool:
+    """Whether ``text`` is longer than ``limit`` bytes once UTF-8 encoded (without encoding short texts)."""
+    if isinstance(text, bytes) or len(text) > limit:
+        return len(text) > limit
+    if len(text) * 4 <= limit:
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > limit
+
+
+_DECODE_ERRORS = {
+    "message_too_large": "messages are limited to {limit} bytes (UTF-8)",
+    "malformed_json": "the message is not valid JSON",
+    "invalid_text": "text may not contain NUL (\\u0000) characters; nothing changed",
+}
+
+
+def decode(frame: Mapping[str, Any], limit: int) -> Any:
+    """A received ASGI frame (``text`` or ``bytes``) as a JSON value. Raises :class:`ProtocolError`
+    ``message_too_large`` (over ``limit`` bytes of UTF-8), ``malformed_json`` or ``invalid_text`` (NUL)."""
+    raw = frame.get("text")
+    if raw is None:
+        raw = frame.get("bytes") or b""
+    problem = None
+    if utf8_size_over(raw, limit):
+        problem = "message_too_large"
+    else:
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            problem = "malformed_json"
+        else:
+            if ("\\u0000" in raw if isinstance(raw, str) else b"\\u0000" in raw) and has_nul(value):
+                problem = "invalid_text"
+    if problem is not None:
+        raise ProtocolError(problem, _DECODE_ERRORS[problem].format(limit=limit))
+    return value
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    """An integer >= 0 (JSON ``true``/``false`` are not numbers here)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# -- hello ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hello:
+    """The first message on a socket: who connects, as what, and from which version."""
+
+    token: str
+    as_: str | None = None
+    since_version: int | None = None
+
+
+def parse_hello(value: Any) -> Hello:
+    """Validate the first message (docs/protocol.md "hello"). Raises :class:`ProtocolError`
+    ``hello_required`` or ``bad_hello`` (close 4401)."""
+    if not isinstance(value, dict) or value.get("type") != "hello" or not isinstance(value.get("token"), str):
+        raise ProtocolError("hello_required", "the first message must be {\"type\":\"hello\",\"token\":...}",
+                            CLOSE_UNAUTHORIZED)
+    since = value.get("since_version")
+    if value.get("as") not in (None, "spectator", "admin") or (since is not None and not _is_count(since)):
+        raise ProtocolError("bad_hello", "'as' must be \"spectator\" or \"admin\"; "
+                                         "'since_version' a version number", CLOSE_UNAUTHORIZED)
+    return Hello(token=value["token"], as_=value.get("as"), since_version=since)
+
+
+# -- after hello ------------------------------------------------------------------------------
+def check_message(value: Any) -> dict[str, Any]:
+    """A decoded message after ``hello`` must be a JSON object. Raises :class:`ProtocolError`
+    ``malformed_message``."""
+    if not isinstance(value, dict):
+        raise ProtocolError("malformed_message", "a message must be a JSON object")
+    return value
+
+
+def route(runner: MatchRunner, peer: Peer, msg: Mapping[str, Any]) -> None:
+    """One message from a viewer (after ``hello``), validated and handed on; every answer is pushed
+    to ``peer``. ``act``: its ``seq`` must be an integer in [0, 2**62), its ``version`` (optional) an
+    integer; then :meth:`MatchRunner.act`. ``resume``: ``since_version`` a version number; then the
+    full state again with the missed events. ``ping``: ``pong``. Anything else: an ``error``
+    (``bad_seq``, ``bad_version``, ``already_authenticated``, ``unknown_message_type``)."""
+    kind = msg.get("type")
+    if kind == "act":
+        seq = msg.get("seq")
+        if not _is_count(seq) or seq >= 2**62:
+            peer.push(encode(error("bad_seq", "act needs an integer 'seq' >= 0")))
+            return
+        version = msg.get("version")
+        if version is not None and not (isinstance(version, int) and not isinstance(version, bool)):
+            peer.push(encode(error("bad_version", "version is not one the server sent", seq=seq)))
+            return
+        runner.act(peer, seq, msg.get("action"), version)
+    elif kind == "resume":
+        since = msg.get("since_version")
+        if not _is_count(since):
+            peer.push(encode(error("bad_version", "resume needs 'since_version': a version number")))
+            return
+        runner.attach(peer, since_version=since)
+    elif kind == "ping":
+        peer.push(encode(pong(msg.get("t"))))
+    elif kind == "hello":
+        peer.push(encode(error("already_authenticated", "hello was already received")))
+    else:
+        peer.push(encode(error("unknown_message_type", f"unknown message type {kind!r}")))
