@@ -113,7 +113,8 @@ def database_problem(exc: BaseException, url: str) -> str:
         e = names.get("InvalidAuthorizationSpecificationError") or names.get("InvalidPasswordError")
         return f"PostgreSQL refused role {u.username!r} at {where}: {str(e).splitlines()[0]}"
     if "UndefinedTableError" in names or any("no such table" in str(e) for e in names.values()):
-        return f"{where} has no Bannerfall tables: run `bannerfall migrate` (or `bannerfall serve`) with this database first"
+        return (f"{where} has no Bannerfall tables: run `bannerfall migrate` (or `bannerfall serve`) "
+                "with this database first")
     for e in names.values():
         if isinstance(e, (ConnectionRefusedError, TimeoutError, asyncio.TimeoutError)) or (
                 isinstance(e, OSError) and e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)):
@@ -200,11 +201,13 @@ async def _find_match(repo, url: str, match_id: str) -> dict[str, Any]:
     if match is not None:
         return match
     async with repo.engine.connect() as conn:
-        ids = (await conn.execute(select(Match.id).where(Match.id.like(wanted.replace("-", "") + "%")).limit(5))).scalars().all()
+        prefix = wanted.replace("-", "") + "%"
+        ids = (await conn.execute(select(Match.id).where(Match.id.like(prefix)).limit(5))).scalars().all()
     if not ids:
         _fail(f"no match {match_id} in {shown_url(url)}")
     if len(ids) > 1:
-        _fail(f"{match_id} is ambiguous in {shown_url(url)}: {', '.join(i[:12] + '…' for i in ids)} — give more characters")
+        candidates = ", ".join(i[:12] + "…" for i in ids)
+        _fail(f"{match_id} is ambiguous in {shown_url(url)}: {candidates} — give more characters")
     return await repo.match(ids[0])
 
 
@@ -434,7 +437,8 @@ def _verify(match_id: str, database_url: str | None) -> None:
         recorded = match["outcome"]
         if match["status"] == "finished":
             if outcome is None or outcome.to_wire() != recorded:
-                problems.append(f"recorded outcome {recorded} but replay gives {outcome.to_wire() if outcome else None}")
+                replayed = outcome.to_wire() if outcome else None
+                problems.append(f"recorded outcome {recorded} but replay gives {replayed}")
         elif match["status"] == "running" and outcome is not None:
             problems.append("replay says the match is over but it is recorded as running")
     if problems:
@@ -480,7 +484,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log_p
         if proc is not None and proc.poll() is not None:
             last = ""
             if log_path is not None and log_path.exists():
-                lines = [l for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
+                lines = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
                 last = f": {lines[-1].strip()}" if lines else ""
             _fail(f"the demo's own server exited with {proc.returncode} before it was ready{last}", EXIT_FAILED)
         try:
@@ -703,7 +707,8 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
             _fail(f"{url} refused: {exc.message} ({exc.code})")
         except (httpx.HTTPError, OSError, websockets.exceptions.WebSocketException) as exc:
             await _close_lobby(rest, lobby_id, started_match)
-            _fail(f"lost the connection to {url} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})".replace(": )", ")"))
+            detail = str(exc).splitlines()[0] if str(exc) else ""
+            _fail(f"lost the connection to {url} ({type(exc).__name__}: {detail})".replace(": )", ")"))
         except BaseException:
             await _close_lobby(rest, lobby_id, started_match)
             raise

@@ -24,20 +24,21 @@ from app.config import Settings
 from app.db.admins import ensure_admin
 from app.db.database import make_engine
 from app.db.migrate import upgrade_async
+from app.db.ratings import RatingsRepository
 from app.db.repo import Repository
 from app.db.wallet import WalletRepository
 from app.infra.backends import make_backends
 from app.infra.leases import LeaseKeeper
 from app.logsetup import install_log_safety
+from app.matchmaking.wiring import make_matchmaking
 from app.meta.settlement import Settler
 from app.metrics import Metrics
+from app.ratings import Rater
 from app.runtime.bots import BotRunner
 from app.runtime.cluster import Cluster
 from app.runtime.logwriter import LogWriter
 from app.runtime.manager import MatchManager
-from app.db.ratings import RatingsRepository
-from app.matchmaking.wiring import make_matchmaking
-from app.ratings import Rater
+from app.runtime.rows import MatchRow
 
 log = logging.getLogger("bannerfall")
 WEB = Path(__file__).parent / "web"
@@ -111,7 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ratings = RatingsRepository(engine)
         rater = Rater(ratings, sweep_seconds=settings.rating_sweep_seconds)
 
-        def match_ended(match: dict[str, Any]) -> None:  # specials settled and ratings changed, once each
+        def match_ended(match: MatchRow) -> None:  # specials settled and ratings changed, once each
             settler.match_ended(match)
             rater.match_ended(match)
 

@@ -105,7 +105,7 @@ def view_costs(matches) -> dict[str, list[float]]:
                 for name, viewer in (("seat", 0), ("spectator", SPECTATOR), ("admin", ADMIN)):
                     samples[name].append(min(_cold(state, (viewer,)) for _ in range(3)))
                 GAME.view(state, 0)
-                samples["warm"].append(min(timeit.repeat(lambda: GAME.view(state, 0), number=1, repeat=3)))
+                samples["warm"].append(min(timeit.repeat(lambda state=state: GAME.view(state, 0), number=1, repeat=3)))
                 everyone = tuple(range(seats)) + (SPECTATOR,)
                 fanout = min(_cold(state, everyone) for _ in range(3))
                 samples["fanout"].append(fanout)

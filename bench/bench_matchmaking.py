@@ -44,7 +44,7 @@ async def main(n: int, db: PostgresDatabase, url: str) -> None:
             answered.append(time.monotonic())
             return out
 
-        done = await asyncio.gather(*(wait(c, t) for c, t in zip(clients, tickets)))
+        done = await asyncio.gather(*(wait(c, t) for c, t in zip(clients, tickets, strict=True)))
         finished = time.monotonic()
         assert all(t["status"] == "matched" for t in done)
         assert len({t["match_id"] for t in done}) == n // 2

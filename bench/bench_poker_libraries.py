@@ -158,7 +158,7 @@ def main() -> None:
         cases = check_cases(adapter)
         rows.append((name, importlib.metadata.version(name), rate, cases))
     reference = winners(phevaluator_adapter, small)
-    agreement = {name: sum(x == y for x, y in zip(reference, winners(adapter, small))) / len(small)
+    agreement = {name: sum(x == y for x, y in zip(reference, winners(adapter, small), strict=True)) / len(small)
                  for name, adapter in LIBRARIES.items()}
 
     lines = [

@@ -567,7 +567,7 @@ def summarize_speedscope(path: Path, top: int = 30) -> dict[str, Any]:
         cum: Counter = Counter()
         self_: Counter = Counter()
         total = 0.0
-        for stack, w in zip(prof["samples"], prof["weights"]):
+        for stack, w in zip(prof["samples"], prof["weights"], strict=True):
             total += w
             for k in {key(i) for i in stack}:
                 cum[k] += w

@@ -136,7 +136,7 @@ async def measure(server: Server, args: argparse.Namespace, deflate: bool) -> di
         spectator = (await http.post("/players", json={"name": "watcher"})).json()["token"]
     counts = {"messages": 0, "bytes": 0}
     seats = []
-    for s, token in enumerate(spec["tokens"]):
+    for token in spec["tokens"]:
         seats.append(await open_socket(ws_url, spec["id"], token, deflate, {}, counts))
     sem = asyncio.Semaphore(args.concurrency)
 

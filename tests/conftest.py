@@ -210,8 +210,9 @@ class ServerProcess:
         self.admin_token = "Adm-" + hashlib.sha256((_SESSION_SECRET + database_url).encode()).hexdigest()[:40]
         self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
-        self._own_dir = None if ServerProcess.log_dir else tempfile.mkdtemp(prefix="bannerfall-test-")
-        folder = ServerProcess.log_dir or Path(self._own_dir)
+        own_dir = None if ServerProcess.log_dir else tempfile.mkdtemp(prefix="bannerfall-test-")
+        self._own_dir = own_dir
+        folder = ServerProcess.log_dir or Path(own_dir or tempfile.gettempdir())
         self.log_path = folder / f"bannerfall-test-{self.port}-{uuid.uuid4().hex[:6]}.log"
 
     def start(self, timeout: float = 60.0) -> ServerProcess:

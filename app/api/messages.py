@@ -107,8 +107,8 @@ class Pong(_Msg):
     t: Any = None
 
 
-CLIENT = {"hello": Hello, "act": Act, "resume": Resume, "ping": Ping}
-SERVER = {"state": State, "ack": Ack, "error": Error, "ended": Ended, "pong": Pong}
+CLIENT: dict[str, type[BaseModel]] = {"hello": Hello, "act": Act, "resume": Resume, "ping": Ping}
+SERVER: dict[str, type[BaseModel]] = {"state": State, "ack": Ack, "error": Error, "ended": Ended, "pong": Pong}
 
 
 def validate_server_message(message: dict[str, Any]) -> BaseModel:

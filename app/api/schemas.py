@@ -100,7 +100,8 @@ class JoinRequest(StrictRequest):
 
 class BotsRequest(StrictRequest):
     kind: Text = Field("random", min_length=1, max_length=32,
-                       description="a bot kind of the lobby's game (`GET /games`: `bot_kinds`); another: 422 unknown_bot")
+                       description="a bot kind of the lobby's game (`GET /games`: `bot_kinds`); "
+                                   "another: 422 unknown_bot")
     count: int | None = Field(None, ge=1, le=MAX_SEATS, description="how many empty seats to fill (default: all)")
 
 

@@ -6,6 +6,7 @@ Rules: ``docs/operations.md`` ("Admin token", "Security headers").
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def check_admin_token(token: str | None) -> None:
 CLOSE_FORBIDDEN = 4403
 
 
-def seated_admin_problem(meta: dict[str, Any], player: dict[str, Any]) -> str | None:
+def seated_admin_problem(meta: Mapping[str, Any], player: Mapping[str, Any]) -> str | None:
     """Why ``player`` may not open the admin view of the match ``meta``, or None.
 
     Rule (``docs/decisions.md``): an admin who holds a seat in a running match may not see that
@@ -77,7 +78,7 @@ def seated_admin_problem(meta: dict[str, Any], player: dict[str, Any]) -> str | 
     return None
 
 
-def refuse_seated_admin(meta: dict[str, Any], player: dict[str, Any]) -> None:
+def refuse_seated_admin(meta: Mapping[str, Any], player: Mapping[str, Any]) -> None:
     """Raise ``ApiError(403, "seated_admin")`` when :func:`seated_admin_problem` finds one."""
     from app.api.errors import ApiError
 

@@ -374,7 +374,7 @@ async def _admit(ws: WebSocket, match_id: str, hello: Hello, settings: Any, repo
             None if owner is None else await _guarded(repo.match(match_id), setup, "match lookup", match_id))
         if meta is None:
             raise _Refused(error("not_found", "no such match"), CLOSE_NOT_FOUND)
-        if runner is None and not await _guarded(matches.node_alive(owner), setup,  # type: ignore[arg-type]
+        if runner is None and not await _guarded(matches.node_alive(owner), setup,
                                                  "checking the match's node", match_id):
             # the owner died and its lease has not run out yet: say so now, not after the lease
             raise _Refused(error("match_unavailable", "the node running this match is gone; another "

@@ -44,7 +44,8 @@ def wording() -> dict[str, Any]:
 # --- templates -------------------------------------------------------------------------------
 
 def _parse(template: str) -> list[Any]:
-    """A template as a tree: str | ("val", expr) | ("if", negate, expr, literal|None, body) | ("each", expr, sep, body)."""
+    """A template as a tree: str | ("val", expr) | ("if", negate, expr, literal|None, body)
+    | ("each", expr, sep, body)."""
     root: list[Any] = []
     stack: list[list[Any]] = [root]
     pos = 0

@@ -4,21 +4,17 @@ from __future__ import annotations
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
-from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import Table, and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.models import Lobby, LobbySeat, Match, MatchAction, Player, PlayerToken
+from app.db.models import PlayerToken
 from app.db.paging import decode_cursor, encode_cursor
+from app.db.tables import actions_t, lobbies_t, matches_t, players_t, seats_t
 
-players_t = Player.__table__
-lobbies_t = Lobby.__table__
-seats_t = LobbySeat.__table__
-matches_t = Match.__table__
-actions_t = MatchAction.__table__
-tokens_t = PlayerToken.__table__
+tokens_t = cast(Table, PlayerToken.__table__)
 
 
 @dataclass(slots=True)

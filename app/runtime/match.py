@@ -66,7 +66,7 @@ class MatchRunner:
                  epoch: int | None = None, phase_starts: Mapping[int, int] | None = None,
                  holds_lease: Callable[[], bool] | None = None) -> None:
         self.match_id: str = match["id"]
-        self.meta: MatchRow = MatchRow(**match)  # type: ignore[typeddict-item]
+        self.meta: MatchRow = MatchRow(**match)
         self.game = game
         self.state = state
         self.version = version

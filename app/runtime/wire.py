@@ -20,7 +20,7 @@ from app.games.base import ADMIN, Event, Outcome, Prompt
 if TYPE_CHECKING:
     from app.games.base import Game
 
-# -- close codes (docs/protocol.md, "Close codes and bounded times") ------------------------------------------------------------------------------
+# -- close codes (docs/protocol.md, "Close codes and bounded times") --------------------------------------
 CLOSE_REPLACED = 4001
 CLOSE_MATCH_GONE = 4004
 CLOSE_SLOW = 4008

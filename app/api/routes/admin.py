@@ -1,7 +1,7 @@
 """Admin: list matches, read any match's full state (hidden cards marked) and log, step a replay, abort."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Path, Query
 
@@ -13,6 +13,7 @@ from app.api.security import refuse_seated_admin
 from app.db.paging import BadCursor
 from app.games.base import ADMIN, IllegalAction
 from app.runtime.replay import ReplayMismatch, replay
+from app.runtime.rows import LogRow, MatchRow
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -34,7 +35,7 @@ async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, set
     except BadCursor as exc:
         raise ApiError(422, "bad_cursor", str(exc)) from None
     out = [match_public(m) for m in rows]
-    for m, row in zip(out, rows):
+    for m, row in zip(out, rows, strict=True):
         m.seed = row["seed"] if row["status"] != "running" else None
         live = manager.live_version(row["id"])  # else the stored version, even while running
         if live is not None:
@@ -54,8 +55,7 @@ async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -
     msg = runner.current_state(ADMIN)
     hidden = runner.game.hidden_tokens
     return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
-            "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}
-            if hidden else None}
+            "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}}
 
 
 @router.get("/matches/{match_id}/log", responses=responses(401, 403, 404))
@@ -79,7 +79,7 @@ async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
     refuse_seated_admin(m, admin)
     actions = await repo.actions(match_id)
     try:
-        result = replay(m, actions, until=version, keep_events=1)
+        result = replay(cast(MatchRow, m), cast(list[LogRow], actions), until=version, keep_events=1)
     except ReplayMismatch as exc:
         raise ApiError(409, "replay_mismatch", str(exc)) from None
     events = [{**e.to_wire(), "audience": None if e.audience is None else sorted(e.audience)}

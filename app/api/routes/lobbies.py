@@ -4,13 +4,14 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Path, Query
 from pydantic import ValidationError
 
 from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep, hash_token
 from app.api.errors import ApiError, not_found, responses
+from app.api.limits import BotMatchCap, LobbyCap
 from app.api.routes.inventory import WalletsDep
 from app.api.schemas import (
     BotsRequest,
@@ -24,7 +25,6 @@ from app.api.schemas import (
 )
 from app.db.repo import LobbyRefused, Repository
 from app.db.wallet import WalletRepository
-from app.api.limits import BotMatchCap, LobbyCap
 from app.games import registry
 from app.meta.loadouts import (
     RESERVED_OPTIONS,
@@ -33,6 +33,7 @@ from app.meta.loadouts import (
     start_options,
 )
 from app.runtime.bots import bot_class
+from app.runtime.rows import SeatRow
 
 router = APIRouter(prefix="/lobbies", tags=["lobbies"])
 
@@ -95,7 +96,10 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     lobby = {"id": uuid.uuid4().hex, "game": game.id, "options": options, "seat_count": body.seats,
              "host_id": player["id"], "status": "open", "match_id": None, "created_at": time.time()}
     await repo.create_lobby(lobby, player["id"], loadout)
-    return await lobby_public(repo, await repo.lobby(lobby["id"]))
+    created = await repo.lobby(lobby["id"])
+    if created is None:  # lobbies are never deleted while a node serves them
+        raise not_found("lobby")
+    return await lobby_public(repo, created)
 
 
 @router.get("", response_model=LobbyPage, responses=responses(401))
@@ -214,7 +218,8 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
             raise LobbyRefused("lobby_changed", "the lobby changed while starting; start again")
 
     try:
-        await manager.create_match(lobby["game"], options, seats, lobby_id=lobby_id, check_seats=same_seats)
+        await manager.create_match(lobby["game"], options, cast(list[SeatRow], seats), lobby_id=lobby_id,
+                                   check_seats=same_seats)
     except LobbyRefused as exc:
         raise _refused(exc) from None
     started = await repo.lobby(lobby_id)

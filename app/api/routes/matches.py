@@ -1,6 +1,7 @@
 """Public match metadata: seats, status, the seed commitment (and the seed once ended)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/matches", tags=["matches"])
 MatchId = Annotated[Text, Path(max_length=64, description="a match id")]
 
 
-def match_public(m: dict[str, Any]) -> MatchPublic:
+def match_public(m: Mapping[str, Any]) -> MatchPublic:
     ended = m["status"] != "running"
     return MatchPublic(
         id=m["id"], game=m["game"], status=m["status"], options=m["options"],
