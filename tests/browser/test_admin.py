@@ -35,6 +35,9 @@ def test_admin_opens_a_match_steps_its_replay_and_aborts_another(pages, live_ser
         assert time.time() < deadline, "the short match did not finish"
         time.sleep(0.3)
     admin.select_option("#filter-status", "finished")
+    # the filtered list replaces the old one asynchronously: wait for the running match to leave it
+    # (the finished one may already be listed before the filter applies)
+    admin.wait_for_selector(f'#admin-matches tr[data-match="{running}"]', state="detached")
     admin.wait_for_selector(f'#admin-matches tr[data-match="{finished}"]')
     assert admin.locator(f'#admin-matches tr[data-match="{running}"]').count() == 0
     admin.select_option("#filter-game", "provinces")
