@@ -155,7 +155,7 @@ async def test_resume_sends_the_missed_events_and_a_spectator_sees_the_match(tmp
             state = await InprocSocket(ws).recv()
             assert state["type"] == "state" and state["viewer"] == "spectator" and state["seat"] is None
         listed = await watcher.request("GET", "/matches", params={"status": "running"})
-        assert any(m["id"] == match_id and isinstance(m["version"], int) for m in listed)
+        assert any(m["id"] == match_id and isinstance(m["version"], int) for m in listed["items"])
         await host.close()
         await watcher.close()
 
