@@ -20,28 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.models import (
-    Account,
-    Match,
-    MatchRating,
-    Player,
-    PlayerRating,
-    RatingChange,
-)
 from app.db.paging import decode_cursor, encode_cursor
-
-ratings_t = cast(Table, PlayerRating.__table__)
-changes_t = cast(Table, RatingChange.__table__)
-marks_t = cast(Table, MatchRating.__table__)
-matches_t = cast(Table, Match.__table__)
-players_t = cast(Table, Player.__table__)
-accounts_t = cast(Table, Account.__table__)
+from app.db.tables import accounts_t, changes_t, marks_t, matches_t, players_t, ratings_t
 
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3.0

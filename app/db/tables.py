@@ -12,14 +12,18 @@ from typing import cast
 from sqlalchemy import Table
 
 from app.db.models import (
+    Account,
     LedgerEntry,
     Lobby,
     LobbySeat,
     Match,
     MatchAction,
+    MatchRating,
     MatchSettlement,
     OwnedSpecial,
     Player,
+    PlayerRating,
+    RatingChange,
     Spin,
     Wallet,
 )
@@ -34,8 +38,13 @@ owned_t = cast(Table, OwnedSpecial.__table__)
 ledger_t = cast(Table, LedgerEntry.__table__)
 spins_t = cast(Table, Spin.__table__)
 settlements_t = cast(Table, MatchSettlement.__table__)
+ratings_t = cast(Table, PlayerRating.__table__)
+changes_t = cast(Table, RatingChange.__table__)
+marks_t = cast(Table, MatchRating.__table__)
+accounts_t = cast(Table, Account.__table__)
 
 __all__ = [
+    "accounts_t", "changes_t", "marks_t", "ratings_t",
     "actions_t", "ledger_t", "lobbies_t", "matches_t", "owned_t", "players_t", "seats_t", "settlements_t",
     "spins_t", "wallets_t",
 ]
