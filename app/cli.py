@@ -386,7 +386,7 @@ def _replay(match_id: str, database_url: str | None, events: bool) -> None:
         raise typer.Exit(EXIT_FAILED) from None
     game = result.game
     typer.echo(f"match {match['id']} ({game.title}, {match['status']}) from {shown_url(url)}")
-    by_version = dict(result.history)
+    by_version = {ver: evs for ver, evs, _audiences in result.history}
     for row in actions:
         if row["kind"] == "abort":
             typer.echo(f"v{row['seq']:<5} aborted: {row['action'].get('reason')}")

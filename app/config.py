@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     send_queue_size: int = Field(512, ge=8)
     #: Seconds between server pings; a socket silent for 3 intervals is dropped.
     heartbeat_seconds: float = Field(20.0, gt=0)
+    #: Spectators get at most one ``delta`` per this many seconds, covering every change since their
+    #: last one (one encoding for all of them; issue 11 item 2). 0: every change at once.
+    spectator_patch_seconds: float = Field(0.1, ge=0, le=5)
     #: Offer permessage-deflate on match sockets: less bandwidth, much more CPU per message.
     ws_compression: bool = False
     #: Bound on closing a socket, seconds: queued messages, then the close frame and the client's

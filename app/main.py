@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # bots play in-process as local peers of their match's runner (app/runtime/bots.py)
         bots = BotRunner(delay=settings.bot_delay_seconds) if settings.run_bots else None
         manager = MatchManager(repo, writer, backends.timers, on_match_started=bots.ensure if bots else None,
-                               node_id=settings.node)
+                               node_id=settings.node, spectator_patch_seconds=settings.spectator_patch_seconds)
         if bots:
             bots.bind(manager)
         # one process (local backends): nothing to fail over to, so a long lease; a short one would

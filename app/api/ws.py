@@ -85,6 +85,7 @@ class Connection:
         "close_seconds",
         "closed",
         "closer",
+        "deltas",
         "handler",
         "metrics",
         "on_close",
@@ -105,6 +106,8 @@ class Connection:
         self.viewer = SPECTATOR
         self.player_id: str | None = None
         self.sent_version = 0
+        #: ``delta`` messages (default) or full states (``hello`` ``"deltas": false``)
+        self.deltas = True
         self.closed = False
         self.close_code: tuple[int, str] | None = None
         self.writer: asyncio.Task | None = None
@@ -398,6 +401,7 @@ def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, se
     """Step 3: attach the socket to the match's runner here, or link it to the owner node.
     Returns where its messages go from now on."""
     runner = admitted.runner
+    conn.deltas = getattr(hello, "deltas", True) is not False
     if runner is not None:
         def detach() -> None:
             current = matches.live(match_id)
@@ -406,7 +410,7 @@ def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, se
             runner.detach(conn)
 
         conn.on_close = detach
-        runner.attach(conn, since_version=hello.since_version)
+        runner.attach(conn, since_version=hello.since_version, from_hello=True)
         return lambda msg: route(matches.live(match_id) or runner, conn, msg)
     link: Link = matches.open_link(conn, match_id, admitted.owner or "", hello.since_version,
                                    answer_seconds=settings.link_answer_seconds,

@@ -44,10 +44,12 @@ class RemotePeer:
     when this node's inbox lost messages (the peer is closed with 4503 so the client resyncs), and
     when its node no longer exists (no subscriber on its channel, checked every ``lease/2`` s)."""
 
-    __slots__ = ("closed", "cluster", "conn_id", "match_id", "node", "player_id", "sent_version", "viewer")
+    __slots__ = ("closed", "cluster", "conn_id", "deltas", "match_id", "node", "player_id", "sent_version",
+                 "viewer")
 
     def __init__(self, cluster: Cluster, node: str, conn_id: str, viewer: int, player_id: str | None,
-                 match_id: str = "") -> None:
+                 match_id: str = "", deltas: bool = True) -> None:
+        self.deltas = deltas
         self.cluster = cluster
         self.node = node
         self.conn_id = conn_id
@@ -94,7 +96,8 @@ class Link:
         self.retry_after = retry_after
         self.cluster.send(self.owner, {"k": "attach", "m": self.match_id, "c": self.conn_id,
                                        "n": self.cluster.node_id, "v": self.conn.viewer,
-                                       "p": self.conn.player_id, "since": since_version})
+                                       "p": self.conn.player_id, "since": since_version,
+                                       "d": bool(getattr(self.conn, "deltas", True))})
         if answer_seconds is not None:
             self.timer = asyncio.get_running_loop().call_later(answer_seconds, self._unanswered)
 
@@ -287,13 +290,14 @@ class Cluster:
     def _on_attach(self, msg: dict[str, Any]) -> None:
         """A socket on another node joins a match running here: a :class:`RemotePeer` stands for it."""
         runner = self.host.live(msg["m"])
-        peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"])
+        peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"],
+                          deltas=msg.get("d", True) is not False)
         if runner is None:
             peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
             return
         self.remote_peers[peer.conn_id] = peer
         since = msg.get("since")
-        runner.attach(peer, since_version=since if isinstance(since, int) else None)
+        runner.attach(peer, since_version=since if isinstance(since, int) else None, from_hello=True)
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
         """A client message from a socket on another node: the same route as a local one."""

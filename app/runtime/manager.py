@@ -48,7 +48,10 @@ class MatchManager:
 
     def __init__(self, repo: Repository, log_writer: LogWriter, timers: Timers, *,
                  on_match_started: Callable[[MatchRow], None] | None = None,
-                 node_id: str = "local", ownership: Ownership | None = None) -> None:
+                 node_id: str = "local", ownership: Ownership | None = None,
+                 spectator_patch_seconds: float = 0.0) -> None:
+        #: how often at most spectators get a delta (``SPECTATOR_PATCH_SECONDS``; 0: every change)
+        self.spectator_patch_seconds = spectator_patch_seconds
         #: who runs which match (the cluster); None: this node runs every match, no leases
         self.cluster: Ownership | None = ownership
         self.node_id = node_id
@@ -222,10 +225,16 @@ class MatchManager:
         return MatchRunner(
             match=match, game=result.game, state=result.state, version=result.version,
             log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
-            on_finished=self._finished_cb, history=result.history, client_seqs=result.client_seqs,
-            status=match["status"], cancel=self._cancel, epoch=epoch, phase_starts=result.phase_starts,
-            holds_lease=self._holds_lease(match["id"]),
+            on_finished=self._finished_cb, history=result.history, history_floor=result.history_floor,
+            book=result.book, client_seqs=result.client_seqs, status=match["status"], cancel=self._cancel,
+            epoch=epoch, phase_starts=result.phase_start_versions, holds_lease=self._holds_lease(match["id"]),
+            **self._fanout(),
         )
+
+    def _fanout(self) -> dict[str, Any]:
+        """How runners made here batch spectators (the loop's ``call_later``)."""
+        return {"spectator_patch_seconds": self.spectator_patch_seconds,
+                "call_later": asyncio.get_running_loop().call_later}
 
     async def snapshot(self, match_id: str) -> MatchRunner | None:
         """A match to read (admin): the live runner if here, else a read-only copy rebuilt from the
@@ -422,7 +431,8 @@ class MatchManager:
             raise
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,
                              deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb,
-                             cancel=self._cancel, epoch=1, holds_lease=self._holds_lease(match["id"]))
+                             cancel=self._cancel, epoch=1, holds_lease=self._holds_lease(match["id"]),
+                             **self._fanout())
         self.runners[match["id"]] = runner
         for phase_id, due in deadlines.items():
             self._schedule(match["id"], phase_id, due)

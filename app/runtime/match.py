@@ -4,20 +4,27 @@ Everything that changes a match runs synchronously on the event loop inside one 
 (:meth:`MatchRunner.act`, :meth:`MatchRunner.deadline`, :meth:`MatchRunner.abort`), so there is
 exactly one writer per match without locks. The pipeline for an action (after boardgame.io's
 ``master.onUpdate``): match over? → seat? → duplicate client seq? → stale version? → seat has a
-prompt? → ``Game.apply`` → new version, prompts, deadlines → log record handed to the group-commit
-writer → *after* the commit: ack to the actor, ``state`` (view + the events it may see) to every
-viewer, timers armed.
+prompt? → ``Game.apply`` → new version, prompts, deadlines, audience versions → log record handed to
+the group-commit writer → *after* the commit: every audience that may see a change gets one message,
+encoded once (a ``delta`` of its document, or a full ``state`` for sockets that asked for full
+states), then the ``ack`` to the actor, then timers are armed.
+
+Versions on the wire are per audience (``app/runtime/audience.py``): a change an audience may not
+see sends it nothing and leaves its version alone (provinces.md 6.4). Spectators get their changes
+at most every ``spectator_patch_seconds``, one delta covering all of them (issue 11 item 2).
 """
 from __future__ import annotations
 
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.games.base import SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
+from app.delta import diff
+from app.games.base import ADMIN, SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
 from app.runtime import wire
+from app.runtime.audience import AudienceBook, audience_events
 from app.runtime.rows import LogRow, MatchRow, MatchUpdate
 from app.runtime.wire import (
     CLOSE_MATCH_GONE,
@@ -25,6 +32,7 @@ from app.runtime.wire import (
     CLOSE_REPLACED,
     CLOSE_SLOW,
     CLOSE_STORAGE,
+    CLOSE_UNAUTHORIZED,
     encode,
     error,
 )
@@ -42,8 +50,10 @@ class Peer(Protocol):
 
     viewer: int
     player_id: str | None
-    #: the last version whose events this peer has been sent
+    #: the audience version of the last ``state``/``delta`` this peer has been sent
     sent_version: int
+    #: whether the peer takes ``delta`` messages (``hello`` ``"deltas"``, default true) or full states
+    deltas: bool
 
     def push(self, text: str) -> None:
         """Queue one message; never blocks (a full queue disconnects the peer)."""
@@ -55,16 +65,25 @@ class MatchRunner:
     """Owns one match's state while it is live on this node."""
 
     RECENT_PER_SEAT = 128
+    #: log records whose events stay in memory for ``resume`` (docs/protocol.md)
     HISTORY = 256
 
     def __init__(self, *, match: MatchRow, game: Game, state: Any, version: int,
                  log_writer: LogWriter, deadlines: dict[int, float] | None,
                  schedule: Callable[[str, int, float], None], on_finished: Callable[[MatchRunner], None],
-                 history: list[tuple[int, list[Event]]] | None = None,
+                 history: Iterable[tuple[int, list[Event], tuple[int, ...]]] | None = None,
+                 history_floor: Sequence[int] | None = None, book: AudienceBook | None = None,
                  client_seqs: dict[int, dict[int, int]] | None = None, now: Callable[[], float] = time.time,
                  status: str = "running", cancel: Callable[[str, int], None] | None = None,
-                 epoch: int | None = None, phase_starts: Mapping[int, int] | None = None,
-                 holds_lease: Callable[[], bool] | None = None) -> None:
+                 epoch: int | None = None, phase_starts: Mapping[int, Sequence[int]] | None = None,
+                 holds_lease: Callable[[], bool] | None = None, spectator_patch_seconds: float = 0.0,
+                 call_later: Callable[[float, Callable[[], None]], Any] | None = None) -> None:
+        """``history`` (``(version, events, audience versions after it)``), ``history_floor`` (the
+        audience versions before its oldest entry), ``book`` (the audiences at ``version``),
+        ``client_seqs`` (seat -> client seq -> that seat's audience version) and ``phase_starts``
+        (phase id -> audience versions at its start) come from a replay of the log (rebuild); a new
+        match passes none of them. ``call_later(seconds, fn)`` schedules the spectators' batched
+        delta (None: spectators are sent every change at once)."""
         self.match_id: str = match["id"]
         self.meta: MatchRow = MatchRow(**match)
         self.game = game
@@ -81,13 +100,35 @@ class MatchRunner:
         self._now = now
         self.peers: set[Peer] = set()
         self.seat_peers: dict[int, Peer] = {}
-        self.history: deque[tuple[int, list[Event]]] = deque(history or (), maxlen=self.HISTORY)
+        self.spectators: set[Peer] = set()
+        self.admins: set[Peer] = set()
         self.prompts: list[Prompt] = game.prompts(state) if status == "running" else []
         self.deadlines: dict[int, float] = dict(deadlines or {})
-        #: phase id -> the version at which it started (the stale rule; survives rebuilds: replay
+        #: the audiences' versions and documents as of ``version`` (``app/runtime/audience.py``)
+        self.book = book if book is not None else AudienceBook(game, match["seat_count"], state, status,
+                                                                self.public_prompts())
+        #: (version, events, audience versions after it) of the last HISTORY log records
+        self.history: deque[tuple[int, list[Event], tuple[int, ...]]] = deque(history or (), maxlen=self.HISTORY)
+        #: the audience versions before the oldest entry of ``history``
+        self._history_floor: tuple[int, ...] = tuple(history_floor) if history_floor is not None \
+            else (self.history[0][2] if self.history else tuple(self.book.versions))
+        #: each audience's version and document as of ``durable_version`` (what it has been or is sent)
+        self._durable_versions: list[int] = list(self.book.versions)
+        self._durable_docs: list[dict[str, Any]] = list(self.book.docs)
+        #: the admins' document, cached at the durable version it was built for
+        self._admin_doc: tuple[int, dict[str, Any]] | None = None
+        #: the spectators' last sent (version, document), and the pending batched send
+        spectators = len(self.book.keys) - 1
+        self._spectators_sent: tuple[int, dict[str, Any]] = (self._durable_versions[spectators],
+                                                             self._durable_docs[spectators])
+        self._spectator_patch = spectator_patch_seconds
+        self._call_later = call_later
+        self._flush_handle: Any = None
+        #: phase id -> the audience versions at its start (the stale rule; survives rebuilds: replay
         #: derives it from the log, issue 9 item 4)
-        self._phase_start: dict[int, int] = {p.phase_id: (phase_starts or {}).get(p.phase_id, version)
-                                             for p in self.prompts}
+        here = tuple(self.book.versions)
+        self._phase_start: dict[int, tuple[int, ...]] = {
+            p.phase_id: tuple((phase_starts or {}).get(p.phase_id, here)) for p in self.prompts}
         #: the fencing token this runner writes with (``matches.owner_epoch`` when it took the match)
         self.epoch = epoch
         #: set by the log writer once a record of this match failed: nothing more of it is written
@@ -116,32 +157,88 @@ class MatchRunner:
         return self._holds_lease is None or self._holds_lease()
 
     # ------------------------------------------------------------------ viewers
-    def attach(self, peer: Peer, *, since_version: int | None = None) -> None:
-        """Add a viewer and send it the full ``state`` (with the events it missed since
-        ``since_version`` when they are still in memory). A newer socket for a seat replaces the
-        older one, which is closed with 4001."""
-        if peer.viewer >= 0:
-            old = self.seat_peers.get(peer.viewer)
+    def attach(self, peer: Peer, *, since_version: int | None = None, from_hello: bool = False) -> None:
+        """Add a viewer and send it the full ``state`` at its audience's durable version, with the
+        events it missed since ``since_version`` (an audience version) while they are still in memory
+        (``events_complete: false`` otherwise). A ``since_version`` beyond that version (one the server
+        never sent) gets ``bad_version`` and changes nothing; with ``from_hello`` the socket is also
+        closed with 4401. A newer socket for a seat replaces the older one (closed with 4001)."""
+        viewer = peer.viewer
+        current = self._audience_version(viewer)
+        if since_version is not None and since_version > current:
+            peer.push(encode(error("bad_version", f"since_version {since_version} is beyond the newest version "
+                                                  f"({current}) of this match for you", version=current)))
+            if from_hello:
+                peer.close(CLOSE_UNAUTHORIZED, "bad since_version")
+            return
+        if viewer >= 0:
+            old = self.seat_peers.get(viewer)
             if old is not None and old is not peer:
                 self.peers.discard(old)
                 old.close(CLOSE_REPLACED, "replaced by a newer connection for this seat")
-            self.seat_peers[peer.viewer] = peer
+            self.seat_peers[viewer] = peer
+        elif viewer == ADMIN:
+            self.admins.add(peer)
+        else:
+            self.spectators.add(peer)
         self.peers.add(peer)
         events: list[dict[str, Any]] = []
         complete = True
-        if since_version is not None and since_version < self.durable_version:
-            oldest = self.history[0][0] if self.history else self.durable_version + 1
-            complete = since_version + 1 >= oldest
-            events = wire.history_events(self.history, peer.viewer, since_version, self.durable_version)
-        peer.sent_version = self.durable_version
-        peer.push(encode(self.current_state(peer.viewer, events, events_complete=complete)))
+        if since_version is not None and since_version < current:
+            complete = since_version >= self._floor_version(viewer)
+            events = self._events_between(viewer, since_version, current)
+        peer.sent_version = current
+        peer.push(encode(self.current_state(viewer, events, events_complete=complete)))
         if self.status != "running":
-            peer.push(encode(self._ended()))
+            peer.push(encode(self._ended(viewer)))
 
     def detach(self, peer: Peer) -> None:
         self.peers.discard(peer)
+        self.spectators.discard(peer)
+        self.admins.discard(peer)
         if peer.viewer >= 0 and self.seat_peers.get(peer.viewer) is peer:
             del self.seat_peers[peer.viewer]
+
+    # ------------------------------------------------------------------ audiences
+    def _audience_version(self, viewer: int) -> int:
+        """``viewer``'s audience version as of the durable version (admins: the match's version)."""
+        if viewer == ADMIN:
+            return self.durable_version
+        return self._durable_versions[self.book.index(viewer)]
+
+    def audience_version(self, viewer: int) -> int:
+        """The durable version ``viewer``'s audience has seen (admins: the match's version;
+        spectators: what ``GET /matches/{id}`` may show)."""
+        return self._audience_version(viewer)
+
+    def _document(self, viewer: int) -> dict[str, Any]:
+        """``viewer``'s document ``{"status", "prompts", "view"}`` as of the durable version."""
+        if viewer != ADMIN:
+            return self._durable_docs[self.book.index(viewer)]
+        if self._admin_doc is None or self._admin_doc[0] != self.durable_version:
+            self._admin_doc = (self.durable_version, self.book.document(self.durable_state, ADMIN,
+                                                                        self.durable_status, self.durable_prompts))
+        return self._admin_doc[1]
+
+    def _floor_version(self, viewer: int) -> int:
+        """The oldest audience version after which every event of ``viewer`` is still in memory."""
+        if viewer == ADMIN:
+            return self.history[0][0] - 1 if self.history else self.durable_version
+        return self._history_floor[self.book.index(viewer)]
+
+    def _events_between(self, viewer: int, after: int, upto: int) -> list[dict[str, Any]]:
+        """The events ``viewer`` may see of its audience versions in ``(after, upto]`` still in memory."""
+        if viewer == ADMIN:
+            return [e for ver, evs, _av in self.history if after < ver <= upto
+                    for e in audience_events(ver, evs, ADMIN)]
+        i = self.book.index(viewer)
+        return [e for _ver, evs, av in self.history if after < av[i] <= upto
+                for e in audience_events(av[i], evs, viewer)]
+
+    def _remember(self, version: int, events: list[Event], versions: tuple[int, ...]) -> None:
+        if len(self.history) == self.HISTORY:
+            self._history_floor = self.history[0][2]
+        self.history.append((version, events, versions))
 
     # ------------------------------------------------------------------ messages (shaped in wire)
     def public_prompts(self) -> list[dict[str, Any]]:
@@ -150,14 +247,15 @@ class MatchRunner:
     def current_state(self, viewer: int, events: list[dict[str, Any]] = [], *,  # noqa: B006 (read only)
                       events_complete: bool = True) -> dict[str, Any]:
         """``viewer``'s ``state`` message as of the last durable version (never a state whose action
-        is still being committed)."""
-        return wire.state_message(match_id=self.match_id, game=self.game, state=self.durable_state,
-                                  version=self.durable_version, status=self.durable_status, viewer=viewer,
-                                  prompts=self.durable_prompts, events=events, events_complete=events_complete)
+        is still being committed), at its audience's version."""
+        return wire.state_of(match_id=self.match_id, game_id=self.game.id,
+                             version=self._audience_version(viewer), viewer=viewer, doc=self._document(viewer),
+                             events=events, events_complete=events_complete)
 
-    def _ended(self) -> dict[str, Any]:
-        return wire.ended_message(match_id=self.match_id, status=self.status, version=self.durable_version,
-                                  outcome=self.outcome, seed=self.meta["seed"], seed_hash=self.meta["seed_hash"])
+    def _ended(self, viewer: int) -> dict[str, Any]:
+        return wire.ended_message(match_id=self.match_id, status=self.status,
+                                  version=self._audience_version(viewer), outcome=self.outcome,
+                                  seed=self.meta["seed"], seed_hash=self.meta["seed_hash"])
 
     # ------------------------------------------------------------------ the writer
     def act(self, peer: Peer, client_seq: int, action: Any, version: int | None = None) -> None:
@@ -188,14 +286,16 @@ class MatchRunner:
             peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
             return
         if version is not None:
-            if version > self.version:
+            # ``version`` is the seat's audience version (docs/protocol.md)
+            if version < 0 or version > self.book.versions[seat]:
                 peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
                 return
             seat_prompt = next((p for p in self.prompts if p.seat == seat), None)
-            if seat_prompt is not None and version < self._phase_start.get(seat_prompt.phase_id, 0):
-                peer.push(encode(error("stale_version",
-                                       f"the phase changed at version {self._phase_start[seat_prompt.phase_id]}; "
-                                       "refresh your state", seq=client_seq, version=self.durable_version)))
+            start = self._phase_start.get(seat_prompt.phase_id) if seat_prompt is not None else None
+            if start is not None and version < start[seat]:
+                peer.push(encode(error("stale_version", f"the phase changed at version {start[seat]}; "
+                                       "refresh your state", seq=client_seq,
+                                       version=self._durable_versions[seat])))
                 return
         if not any(p.seat == seat for p in self.prompts):
             peer.push(encode(error("not_your_turn", "you have nothing to decide now", seq=client_seq)))
@@ -252,7 +352,7 @@ class MatchRunner:
         self.version += 1
         version = self.version
         now = self._now()
-        armed, ended = self._advance_phases(now, version)
+        armed, ended = self._advance_phases(now)
         new_deadlines = self.deadlines
         self.outcome = self.game.outcome(new_state)
         match_update: MatchUpdate | None = None
@@ -260,14 +360,19 @@ class MatchRunner:
             self.status = "finished"
             match_update = {"id": self.match_id, "status": "finished", "outcome": self.outcome.to_wire(),
                             "ended_at": now, "version": version}
+        prompts_wire = self.public_prompts()
+        status = self.status
+        changed = self.book.advance(new_state, status, prompts_wire, events)
+        versions = tuple(self.book.versions)
+        docs = {i: self.book.docs[i] for i in changed}
+        for phase_id, _due in armed:
+            self._phase_start[phase_id] = versions
         if client_seq is not None:
             self._committing(seat, client_seq)
         row: LogRow = {"match_id": self.match_id, "seq": version, "seat": seat, "kind": kind,
                "action": action, "client_seq": client_seq,
                "deadlines": {str(k): v for k, v in new_deadlines.items()}, "created_at": now}
-        self.history.append((version, events))
-        prompts_wire = self.public_prompts()
-        status = self.status
+        self._remember(version, events, versions)
 
         def on_durable(exc: BaseException | None) -> None:
             if exc is not None:
@@ -277,9 +382,10 @@ class MatchRunner:
             self.durable_state = new_state
             self.durable_prompts = prompts_wire
             self.durable_status = status
+            # the state of the version first, then the ack (docs/protocol.md "Order")
+            self._broadcast(version, events, changed, docs, versions)
             if client_seq is not None:
-                self._acknowledge(seat, client_seq, version, reply_to)
-            self._broadcast(new_state, version, events, prompts_wire, status)
+                self._acknowledge(seat, client_seq, versions[seat], reply_to)
             for phase_id, due in armed:
                 self._schedule(self.match_id, phase_id, due)
             if self._cancel is not None:
@@ -290,9 +396,9 @@ class MatchRunner:
 
         self.log_writer.submit(self, row, match_update, on_durable)
 
-    def _advance_phases(self, now: float, version: int) -> tuple[list[tuple[int, float]], set[int]]:
-        """The prompts and deadlines after a change at ``version``: a phase still open keeps its
-        deadline; a new phase gets ``now + deadline_seconds`` and starts at ``version`` (the stale
+    def _advance_phases(self, now: float) -> tuple[list[tuple[int, float]], set[int]]:
+        """The prompts and deadlines after a change: a phase still open keeps its deadline; a new
+        phase gets ``now + deadline_seconds`` (the caller records where it starts, for the stale
         rule). Returns (the deadlines to arm, the phases that ended)."""
         old_phases = {p.phase_id for p in self.prompts}
         self.prompts = self.game.prompts(self.state)
@@ -303,7 +409,6 @@ class MatchRunner:
                 new_deadlines[p.phase_id] = self.deadlines[p.phase_id]
             elif p.phase_id not in new_deadlines:
                 new_deadlines[p.phase_id] = now + p.deadline_seconds
-                self._phase_start[p.phase_id] = version
                 armed.append((p.phase_id, new_deadlines[p.phase_id]))
             else:
                 new_deadlines[p.phase_id] = max(new_deadlines[p.phase_id], now + p.deadline_seconds)
@@ -332,31 +437,87 @@ class MatchRunner:
         for waiter in self._waiters.pop((seat, client_seq), ()):
             waiter.push(text)  # a duplicate gets the same answer
 
-    def _broadcast(self, state: Any, version: int, events: list[Event], prompts: list[dict[str, Any]],
-                   status: str) -> None:
-        """Every viewer gets its ``state`` at ``version`` with the events it may see (and any it
-        missed while attaching). Spectators with nothing private share one encoded message."""
-        if not self.peers:
-            return
-        spectator_text: str | None = None
-        for peer in list(self.peers):
-            viewer = peer.viewer
-            # versions this peer missed (it attached while they were committing), then this one
-            events_out = wire.history_events(self.history, viewer, peer.sent_version, version - 1) \
-                if peer.sent_version < version - 1 else []
-            events_out += wire.wire_events(version, events, viewer)
-            peer.sent_version = version
-            if viewer == SPECTATOR and not events_out:
-                if spectator_text is None:
-                    spectator_text = encode(self._state_at(SPECTATOR, [], state, version, prompts, status))
-                peer.push(spectator_text)
+    def _broadcast(self, version: int, events: list[Event], changed: list[int], docs: Mapping[int, dict[str, Any]],
+                   versions: tuple[int, ...]) -> None:
+        """Log record ``version`` is durable: each audience in ``changed`` (indices of the book) moves
+        to its version in ``versions`` and document in ``docs``, and its sockets get one message
+        encoded once: a ``delta`` (or a full ``state`` for sockets that asked for full states).
+        Audiences not in ``changed`` get nothing. Spectators are sent at most every
+        ``spectator_patch_seconds``; admins get every version (their version is the match's)."""
+        for i in changed:
+            viewer = self.book.keys[i]
+            base, old_doc = self._durable_versions[i], self._durable_docs[i]
+            self._durable_versions[i] = versions[i]
+            self._durable_docs[i] = docs[i]
+            if viewer == SPECTATOR:
+                self._spectators_changed()
                 continue
-            peer.push(encode(self._state_at(viewer, events_out, state, version, prompts, status)))
+            peer = self.seat_peers.get(viewer)
+            if peer is not None:
+                self._send((peer,), viewer, base, versions[i], old_doc, docs[i],
+                           audience_events(versions[i], events, viewer))
+        if self.admins:
+            previous = self._admin_doc
+            doc = self._document(ADMIN)
+            if previous is None:
+                previous = (-1, doc)
+            self._send(list(self.admins), ADMIN, previous[0], version, previous[1], doc,
+                       audience_events(version, events, ADMIN))
 
-    def _state_at(self, viewer: int, events: list[dict[str, Any]], state: Any, version: int,
-                  prompts: list[dict[str, Any]], status: str) -> dict[str, Any]:
-        return wire.state_message(match_id=self.match_id, game=self.game, state=state, version=version,
-                                  status=status, viewer=viewer, prompts=prompts, events=events)
+    def _send(self, peers: Iterable[Peer], viewer: int, base: int, version: int, old_doc: dict[str, Any],
+              doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """Send ``peers`` of ``viewer``'s audience its move from ``base`` to ``version``: the ``delta``
+        (patch ``old_doc`` → ``doc``) or the full ``state``, each built and encoded at most once.
+        A peer that does not hold ``base`` (it attached in between) gets a full ``state`` with the
+        events it missed."""
+        delta_text: str | None = None
+        state_text: str | None = None
+        for peer in peers:
+            held = peer.sent_version
+            if held == version:
+                continue
+            if held == base and peer.deltas:
+                if delta_text is None:
+                    delta_text = encode(wire.delta_message(match_id=self.match_id, base=base, version=version,
+                                                           patch=diff(old_doc, doc), events=events))
+                peer.push(delta_text)
+            elif held == base:
+                if state_text is None:
+                    state_text = encode(wire.state_of(match_id=self.match_id, game_id=self.game.id,
+                                                      version=version, viewer=viewer, doc=doc, events=events))
+                peer.push(state_text)
+            else:
+                missed = self._events_between(viewer, held, version)
+                peer.push(encode(wire.state_of(match_id=self.match_id, game_id=self.game.id, version=version,
+                                               viewer=viewer, doc=doc, events=missed,
+                                               events_complete=held >= self._floor_version(viewer))))
+            peer.sent_version = version
+
+    def _spectators_changed(self) -> None:
+        """The spectators' document moved: send it now, or within ``spectator_patch_seconds``."""
+        if not self.spectators:
+            i = len(self.book.keys) - 1
+            self._spectators_sent = (self._durable_versions[i], self._durable_docs[i])
+            return
+        if self._spectator_patch <= 0 or self._call_later is None:
+            self._flush_spectators()
+        elif self._flush_handle is None:
+            self._flush_handle = self._call_later(self._spectator_patch, self._flush_spectators)
+
+    def _flush_spectators(self) -> None:
+        """One message for every spectator: what changed since the last one (one encoding)."""
+        self._flush_handle = None
+        i = len(self.book.keys) - 1
+        version, doc = self._durable_versions[i], self._durable_docs[i]
+        base, old_doc = self._spectators_sent
+        if version == base:
+            return
+        self._spectators_sent = (version, doc)
+        if base < self._history_floor[i]:  # more records than the event window since the last send
+            for peer in list(self.spectators):
+                peer.sent_version = -1  # a full state with the events still in memory
+        self._send(list(self.spectators), SPECTATOR, base, version, old_doc, doc,
+                   self._events_between(SPECTATOR, base, version))
 
     def abort(self, reason: str, by: str | None,
               on_done: Callable[[BaseException | None], None] | None = None) -> None:
@@ -381,6 +542,10 @@ class MatchRunner:
         update: MatchUpdate = {"id": self.match_id, "status": "aborted", "ended_at": now, "version": version,
                   "outcome": {"ranks": {}, "scores": {}, "reason": f"aborted: {reason}"}}
         self.outcome = Outcome(ranks={}, scores={}, reason=f"aborted: {reason}")
+        changed = self.book.advance(self.state, "aborted", [], [])
+        versions = tuple(self.book.versions)
+        docs = {i: self.book.docs[i] for i in changed}
+        self._remember(version, [], versions)
 
         def on_durable(exc: BaseException | None) -> None:
             if exc is not None:
@@ -391,6 +556,7 @@ class MatchRunner:
             self.durable_version = version
             self.durable_status = "aborted"
             self.durable_prompts = []
+            self._broadcast(version, [], changed, docs, versions)
             if self._cancel is not None:
                 for phase_id in open_phases:
                     self._cancel(self.match_id, phase_id)
@@ -405,8 +571,15 @@ class MatchRunner:
         self.meta["version"] = self.durable_version
         self.meta["outcome"] = self.outcome.to_wire() if self.outcome else None
         self.meta["ended_at"] = self._now()
-        text = encode(self._ended())
+        if self._flush_handle is not None:  # the spectators' last delta before ``ended``
+            self._flush_handle.cancel()
+            self._flush_spectators()
+        texts: dict[int, str] = {}
         for peer in list(self.peers):
+            viewer = peer.viewer
+            text = texts.get(viewer)
+            if text is None:
+                text = texts[viewer] = encode(self._ended(viewer))
             peer.push(text)
         self._on_finished(self)
 
@@ -419,6 +592,9 @@ class MatchRunner:
         from app.runtime.logwriter import Fenced
 
         self.failed = True
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         if isinstance(exc, Fenced):
             self.failure = "fenced"
             text = encode(wire.moved())

@@ -7,7 +7,12 @@ from typing import Any
 
 from app.games import registry
 from app.games.base import Event, Game, IllegalAction, Outcome
+from app.runtime.audience import AudienceBook
 from app.runtime.rows import LogRow, MatchRow
+from app.runtime.wire import public_prompts
+
+#: one record's history entry: (the match's version, its events, every audience's version after it)
+HistoryEntry = tuple[int, list[Event], tuple[int, ...]]
 
 
 @dataclass
@@ -15,15 +20,21 @@ class Replayed:
     game: Game
     state: Any
     version: int
-    #: (version, events) of the last ``keep_events`` versions
-    history: list[tuple[int, list[Event]]] = field(default_factory=list)
-    #: per seat: client_seq -> version, for the dedupe cache after a restart
+    #: (version, events, audience versions after it) of the last ``keep_events`` versions
+    history: list[HistoryEntry] = field(default_factory=list)
+    #: every audience's version before the oldest entry of ``history`` (what a resume can still replay)
+    history_floor: tuple[int, ...] = ()
+    #: per seat: client_seq -> that seat's audience version after the action, for the dedupe cache
     client_seqs: dict[int, dict[int, int]] = field(default_factory=dict)
     last_deadlines: dict[str, float] | None = None
     #: phase id -> the version at which each phase open at the end started (the stale rule):
     #: where the phase id first appears in the rows' ``deadlines`` in the run that reaches the end;
     #: 0 for phases of the match's initial deadlines
     phase_starts: dict[int, int] = field(default_factory=dict)
+    #: phase id -> every audience's version at the phase's start (the stale rule in audience versions)
+    phase_start_versions: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: the audiences' versions and documents at the end (``app/runtime/audience.py``)
+    book: AudienceBook | None = None
 
 
 class ReplayMismatch(Exception):
@@ -45,6 +56,12 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
     state = initial_state(game, match)
     out = Replayed(game=game, state=state, version=0, last_deadlines=match.get("deadlines"))
     out.phase_starts = {int(k): 0 for k in (match.get("deadlines") or {})}
+    book = AudienceBook(game, match["seat_count"], state, "running",
+                        public_prompts(game.prompts(state), _deadlines(match.get("deadlines"))))
+    #: audience versions after each version (index = version), for phase starts
+    after: list[tuple[int, ...]] = [tuple(book.versions)]
+    out.history_floor = after[0]
+    status = "running"
     for row in actions:
         if until is not None and row["seq"] > until:
             break
@@ -54,6 +71,10 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
             out.version = row["seq"]
             out.last_deadlines = row["deadlines"]
             out.phase_starts = _starts(out.phase_starts, row)
+            status = "aborted"
+            book.advance(state, status, [], [])
+            after.append(tuple(book.versions))
+            _keep(out, (row["seq"], [], after[-1]), keep_events)
             continue
         seat = row["seat"]
         if seat is None:
@@ -65,14 +86,30 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
         out.version = row["seq"]
         out.last_deadlines = row["deadlines"]
         out.phase_starts = _starts(out.phase_starts, row)
+        if status == "running" and game.outcome(state) is not None:
+            status = "finished"
+        book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events)
+        after.append(tuple(book.versions))
         client_seq = row.get("client_seq")
         if client_seq is not None:
-            out.client_seqs.setdefault(seat, {})[client_seq] = row["seq"]
-        out.history.append((row["seq"], events))
-        if len(out.history) > keep_events:
-            del out.history[: len(out.history) - keep_events]
+            out.client_seqs.setdefault(seat, {})[client_seq] = book.versions[seat]
+        _keep(out, (row["seq"], events, after[-1]), keep_events)
     out.state = state
+    out.book = book
+    out.phase_start_versions = {phase: after[start] for phase, start in out.phase_starts.items()}
     return out
+
+
+def _keep(out: Replayed, entry: HistoryEntry, keep: int) -> None:
+    out.history.append(entry)
+    if len(out.history) > keep:
+        drop = len(out.history) - keep
+        out.history_floor = out.history[drop - 1][2]
+        del out.history[:drop]
+
+
+def _deadlines(deadlines: dict[str, float] | None) -> dict[int, float]:
+    return {int(k): v for k, v in (deadlines or {}).items()}
 
 
 def _starts(before: dict[int, int], row: LogRow) -> dict[int, int]:

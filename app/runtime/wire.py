@@ -5,8 +5,8 @@ happened and *who* may see it; this module decides *how it looks on the wire*. P
 of the game state stays in ``Game.view`` and ``Event.visible_to`` (the game contract); this module
 only assembles their results into messages and encodes them with orjson.
 
-Issue 11 (deltas) builds on :func:`state_message`: a delta for one viewer is the difference between
-two of its ``state`` messages, so it is added here beside the full form.
+Issue 11 (deltas): a socket gets a full ``state`` (:func:`state_of`) after ``hello``/``resume``, then a
+``delta`` (:func:`delta_message`) per change of its audience's document (``app/runtime/audience.py``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app.games.base import ADMIN, Event, Outcome, Prompt
+from app.games.base import ADMIN, Outcome, Prompt
 
 if TYPE_CHECKING:
     from app.games.base import Game
@@ -37,7 +37,7 @@ CLOSE_TRY_AGAIN = 1013
 CLOSE_STORAGE = 1011
 
 #: the server messages (``type``), as documented in docs/protocol.md
-SERVER_TYPES = ("state", "ack", "error", "ended", "pong")
+SERVER_TYPES = ("state", "delta", "ack", "error", "ended", "pong")
 
 
 def encode(message: Mapping[str, Any]) -> str:
@@ -86,17 +86,6 @@ def public_prompts(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) ->
              "submitted": p.submitted, "deadline_at": deadlines.get(p.phase_id)} for p in prompts]
 
 
-def wire_events(version: int, events: Iterable[Event], viewer: int) -> list[dict[str, Any]]:
-    """The events of ``version`` that ``viewer`` may see, each tagged with ``v`` (its version)."""
-    return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
-
-
-def history_events(history: Iterable[tuple[int, list[Event]]], viewer: int, after: int,
-                   upto: int) -> list[dict[str, Any]]:
-    """The events ``viewer`` may see of the versions in ``(after, upto]`` of ``history``."""
-    return [e for ver, evs in history if after < ver <= upto for e in wire_events(ver, evs, viewer)]
-
-
 def state_message(*, match_id: str, game: Game, state: Any, version: int, status: str, viewer: int,
                   prompts: list[dict[str, Any]], events: list[dict[str, Any]],
                   events_complete: bool = True) -> dict[str, Any]:
@@ -118,6 +107,35 @@ def state_message(*, match_id: str, game: Game, state: Any, version: int, status
     if not events_complete:
         msg["events_complete"] = False
     return msg
+
+
+def state_of(*, match_id: str, game_id: str, version: int, viewer: int, doc: Mapping[str, Any],
+             events: list[dict[str, Any]], events_complete: bool = True) -> dict[str, Any]:
+    """A ``state`` message from an audience's document ``{"status", "prompts", "view"}`` at its
+    audience ``version`` (same shape as :func:`state_message`)."""
+    msg = {
+        "type": "state",
+        "match_id": match_id,
+        "game": game_id,
+        "version": version,
+        "status": doc["status"],
+        "seat": viewer if viewer >= 0 else None,
+        "viewer": viewer_kind(viewer),
+        "prompts": doc["prompts"],
+        "view": doc["view"],
+        "events": events,
+    }
+    if not events_complete:
+        msg["events_complete"] = False
+    return msg
+
+
+def delta_message(*, match_id: str, base: int, version: int, patch: list[dict[str, Any]],
+                  events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``delta``: the RFC 6902 ``patch`` (``app/delta.py``) that turns the audience's document at
+    version ``base`` into its document at ``version``, and the events it may see in ``(base, version]``."""
+    return {"type": "delta", "match_id": match_id, "base": base, "version": version, "patch": patch,
+            "events": events}
 
 
 def ended_message(*, match_id: str, status: str, version: int, outcome: Outcome | None, seed: str,

@@ -21,10 +21,12 @@ def _turn_seat(runner) -> int:
 
 async def test_a_bot_peer_gets_exactly_what_a_seat_socket_gets():
     """Two identical matches, the same actions: seat 1 as a bot peer in one, as a socket twin in the
-    other; both receive the same texts (views filtered for seat 1, events it may see)."""
+    other; both receive the same texts (views filtered for seat 1, events it may see). Bots take full
+    states, so the socket twin asks for full states too (``"deltas": false``)."""
     a, writer_a, _, _ = make_runner(provinces, 2)
     b, writer_b, _, _ = make_runner(provinces, 2)
     bot, sock = BotPeer(a, 1, "p1"), FakePeer(1, "p1")
+    sock.deltas = False
     a.attach(bot)
     b.attach(sock)
     actors = [FakePeer(0, "p0"), FakePeer(0, "p0")]

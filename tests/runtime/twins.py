@@ -37,10 +37,12 @@ class FakeLogWriter:
 
 
 class FakePeer:
-    def __init__(self, viewer: int, player_id: str | None = None) -> None:
+    def __init__(self, viewer: int, player_id: str | None = None, *, deltas: bool = False) -> None:
         self.viewer = viewer
         self.player_id = player_id
         self.sent_version = 0
+        #: full states by default (runner tests read views); ``deltas=True`` as a socket's default
+        self.deltas = deltas
         self.messages: list[dict[str, Any]] = []
         self.closed: tuple[int, str] | None = None
 

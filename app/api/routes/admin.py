@@ -83,7 +83,7 @@ async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
     except ReplayMismatch as exc:
         raise ApiError(409, "replay_mismatch", str(exc)) from None
     events = [{**e.to_wire(), "audience": None if e.audience is None else sorted(e.audience)}
-              for ver, evs in result.history if ver == result.version for e in evs]
+              for ver, evs, _audiences in result.history if ver == result.version for e in evs]
     return {"match_id": match_id, "version": result.version, "last_version": len(actions),
             "action": actions[result.version - 1] if result.version else None,
             "view": result.game.view(result.state, ADMIN), "events": events}

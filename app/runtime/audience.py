@@ -1,0 +1,75 @@
+"""Audiences of one match: who may see the same thing, and their own version numbers (issue 11 items 1–3).
+
+An **audience** is a set of viewers that may see exactly the same thing: each seat, and all
+spectators. (All admins form a third kind of audience whose version is the match's own action
+count: admins may see and count everything, so they need no book here.)
+
+Each audience has a **document** — ``{"status", "prompts", "view"}``, what its ``state`` message
+shows — and a **version**: 0 at the deal, raised by exactly 1 by each log record that changes its
+document or brings it an event it may see. A record that changes nothing an audience may see (a
+Provinces ``set_dealing``, moving only hidden jokers) leaves that audience's version where it was,
+so nothing the audience receives, then or later, counts the actions it could not see
+(``../shared/rules/provinces.md`` 6.4). The numbers are a function of the log alone: the live runner
+and a replay of the log (``app/runtime/replay.py``) advance the same book the same way, so a match
+rebuilt on another node gives every audience the same versions.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.games.base import ADMIN, SPECTATOR, Event, Game
+
+__all__ = ["AudienceBook", "audience_events"]
+
+
+class AudienceBook:
+    """The versions and current documents of a match's audiences (seats ``0..n-1``, then spectators).
+
+    ``versions[i]`` and ``docs[i]`` belong to audience ``i``: seat ``i`` for ``i < n``, spectators for
+    ``i == n`` (:meth:`index`). Documents are never mutated once built (the runner diffs and sends
+    them), so a document is replaced, not changed, when its audience's version rises."""
+
+    __slots__ = ("docs", "game", "keys", "versions")
+
+    def __init__(self, game: Game, seat_count: int, state: Any, status: str, prompts: list[dict[str, Any]],
+                 versions: Sequence[int] | None = None) -> None:
+        self.game = game
+        #: the viewer of each audience: seats 0..n-1, then SPECTATOR
+        self.keys: tuple[int, ...] = (*range(seat_count), SPECTATOR)
+        self.versions: list[int] = list(versions) if versions is not None else [0] * len(self.keys)
+        if len(self.versions) != len(self.keys):
+            raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
+        self.docs: list[dict[str, Any]] = [self.document(state, k, status, prompts) for k in self.keys]
+
+    def document(self, state: Any, viewer: int, status: str, prompts: list[dict[str, Any]]) -> dict[str, Any]:
+        """``viewer``'s document: ``{"status": str, "prompts": [PromptInfo], "view": Game.view(...)}``."""
+        return {"status": status, "prompts": prompts, "view": self.game.view(state, viewer)}
+
+    def index(self, viewer: int) -> int:
+        """The audience of ``viewer`` (a seat or SPECTATOR). Raises ValueError for ADMIN or an unknown seat."""
+        if viewer == ADMIN or viewer >= len(self.keys) - 1 or viewer < SPECTATOR:
+            raise ValueError(f"viewer {viewer} has no audience in the book")
+        return viewer if viewer >= 0 else len(self.keys) - 1
+
+    def advance(self, state: Any, status: str, prompts: list[dict[str, Any]],
+                events: Sequence[Event]) -> list[int]:
+        """One log record was applied, giving ``state``/``status``/``prompts`` and ``events``: raise the
+        version of every audience whose document changed or that may see one of ``events``, and keep
+        its new document. Returns the indices of the audiences that changed, ascending."""
+        changed: list[int] = []
+        for i, viewer in enumerate(self.keys):
+            doc = self.document(state, viewer, status, prompts)
+            new_doc = doc != self.docs[i]
+            if new_doc or any(e.visible_to(viewer) for e in events):
+                self.versions[i] += 1
+                # an equal document keeps its old object, so the copy clients hold stays exact
+                if new_doc:
+                    self.docs[i] = doc
+                changed.append(i)
+        return changed
+
+
+def audience_events(version: int, events: Sequence[Event], viewer: int) -> list[dict[str, Any]]:
+    """The events of one record that ``viewer`` may see, tagged ``v`` = its audience's ``version``."""
+    return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
