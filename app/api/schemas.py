@@ -123,7 +123,9 @@ class MatchPublic(BaseModel):
     outcome: dict[str, Any] | None
     created_at: float
     ended_at: float | None
-    version: int | None = Field(None, description="actions applied so far (null while running on another node)")
+    version: int | None = Field(None, description="the spectators' version (docs/protocol.md, audiences) when "
+                                "the match is in memory on the answering node, else null; admins see the "
+                                "match's action count in /admin/matches")
 
 
 class AbortRequest(StrictRequest):

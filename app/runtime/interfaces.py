@@ -76,6 +76,9 @@ class MatchDirectory(Protocol):
     def live_version(self, match_id: str) -> int | None:
         """The durable version of a match running on this node, else None."""
 
+    def spectator_version(self, match_id: str) -> int | None:
+        """The spectators' durable audience version of a match in memory here, else None."""
+
     async def node_alive(self, node: str) -> bool: ...
 
     def open_link(self, conn: Peer, match_id: str, owner: str, since_version: int | None, *,

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from app.db.repo import Repository
 from app.games import registry
-from app.games.base import IllegalAction, seed_commitment
+from app.games.base import SPECTATOR, IllegalAction, seed_commitment
 from app.infra.timers import Timers
 from app.runtime import wire
 from app.runtime.interfaces import Link, Ownership
@@ -89,6 +89,12 @@ class MatchManager:
         ``matches.version``, advanced by every log commit, is the durable version)."""
         runner = self.runners.get(match_id)
         return runner.durable_version if runner is not None else None
+
+    def spectator_version(self, match_id: str) -> int | None:
+        """The spectators' durable audience version of a match in memory on this node (running or
+        recently ended), else None: what public REST may show (provinces.md 6.4)."""
+        runner = self._cached(match_id)
+        return runner.audience_version(SPECTATOR) if runner is not None else None
 
     async def running_match_ids(self) -> list[str]:
         return await self.repo.running_match_ids()

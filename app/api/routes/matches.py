@@ -29,12 +29,10 @@ def match_public(m: Mapping[str, Any]) -> MatchPublic:
 
 
 def with_live_version(matches: MatchDirectory, out: MatchPublic) -> MatchPublic:
-    """The match's durable version: the stored one (every log commit advances ``matches.version`` in
-    the statement that checks its fencing epoch), or the live runner's when the match runs here
-    (the same number, read without a query)."""
-    live = matches.live_version(out.id)
-    if live is not None:
-        out.version = live
+    """The version players and spectators may know: the spectators' audience version when the match
+    is in memory on this node, else null. Never the match's own action count (``matches.version``),
+    which would count private actions (provinces.md 6.4); admins see that one (``/admin/matches``)."""
+    out.version = matches.spectator_version(out.id)
     return out
 
 
