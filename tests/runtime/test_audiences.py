@@ -132,6 +132,8 @@ def test_each_audience_is_encoded_once_for_all_its_sockets():
     texts: list[list[str]] = []
 
     class TextPeer(FakePeer):
+        texts: list[str]
+
         def push(self, text: str) -> None:
             self.texts.append(text)
 
