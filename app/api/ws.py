@@ -85,6 +85,7 @@ class Connection:
         "close_seconds",
         "closed",
         "closer",
+        "deltas",
         "handler",
         "metrics",
         "on_close",
@@ -105,6 +106,8 @@ class Connection:
         self.viewer = SPECTATOR
         self.player_id: str | None = None
         self.sent_version = 0
+        #: whether changes go out as ``delta`` messages (the hello's ``deltas``) or as full ``state``s
+        self.deltas = True
         self.closed = False
         self.close_code: tuple[int, str] | None = None
         self.writer: asyncio.Task | None = None
@@ -348,7 +351,7 @@ async def _read_hello(ws: WebSocket, match_id: str, settings: Any, metrics: Any)
     try:
         value = decode(first, settings.max_message_bytes)
     except ProtocolError as exc:
-        value = None  # too large or not JSON: answered as a missing hello
+        value = None  # binary, too large or not JSON: answered as a missing hello
         nul = nul or exc.code == "invalid_text"
     if nul:
         metrics.errors.labels("invalid_text").inc()
@@ -418,7 +421,8 @@ def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, se
 async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, Any]], None], limit: int,
                  metrics: Any) -> None:
     """Step 4: every frame until the socket closes: decoded and checked (``app.runtime.protocol``),
-    then handed on; a bad frame gets an ``error`` and changes nothing."""
+    then handed on; a bad frame (a binary one too: ``malformed_message``) gets an ``error`` and
+    changes nothing."""
     while not conn.closed:
         frame = await ws.receive()
         if frame["type"] == "websocket.disconnect":
@@ -461,6 +465,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
                       act_timeout=settings.act_timeout_seconds if admitted.runner is None else None)
     conn.viewer = admitted.viewer
     conn.player_id = admitted.player["id"]
+    conn.deltas = hello.deltas
     conn.start()
     send_on = _join(conn, match_id, admitted, hello, settings, matches)
     metrics.sockets.inc()

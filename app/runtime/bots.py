@@ -58,12 +58,14 @@ class BotPeer:
     Its inbox is unbounded: the bot reads every message as it comes (a socket's bound is there for
     clients that stop reading; a bot never does)."""
 
-    __slots__ = ("_seq", "closed", "inbox", "player_id", "runner", "sent_version", "viewer")
+    __slots__ = ("_seq", "closed", "deltas", "inbox", "player_id", "runner", "sent_version", "viewer")
 
     def __init__(self, runner: MatchRunner, seat: int, player_id: str | None) -> None:
         self.viewer = seat
         self.player_id = player_id
         self.sent_version = 0
+        #: a bot decides on full states: the runtime sends it no ``delta`` messages
+        self.deltas = False
         self.runner = runner
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.closed = False

@@ -44,11 +44,14 @@ class RemotePeer:
     when this node's inbox lost messages (the peer is closed with 4503 so the client resyncs), and
     when its node no longer exists (no subscriber on its channel, checked every ``lease/2`` s)."""
 
-    __slots__ = ("closed", "cluster", "conn_id", "match_id", "node", "player_id", "sent_version", "viewer")
+    __slots__ = ("closed", "cluster", "conn_id", "deltas", "match_id", "node", "player_id", "sent_version",
+                 "viewer")
 
     def __init__(self, cluster: Cluster, node: str, conn_id: str, viewer: int, player_id: str | None,
-                 match_id: str = "") -> None:
+                 match_id: str = "", deltas: bool = True) -> None:
         self.cluster = cluster
+        #: the socket's hello ``deltas``: changes as ``delta`` messages (True) or full ``state``s
+        self.deltas = deltas
         self.node = node
         self.conn_id = conn_id
         self.viewer = viewer
@@ -94,7 +97,8 @@ class Link:
         self.retry_after = retry_after
         self.cluster.send(self.owner, {"k": "attach", "m": self.match_id, "c": self.conn_id,
                                        "n": self.cluster.node_id, "v": self.conn.viewer,
-                                       "p": self.conn.player_id, "since": since_version})
+                                       "p": self.conn.player_id, "since": since_version,
+                                       "d": bool(getattr(self.conn, "deltas", True))})
         if answer_seconds is not None:
             self.timer = asyncio.get_running_loop().call_later(answer_seconds, self._unanswered)
 
@@ -287,7 +291,8 @@ class Cluster:
     def _on_attach(self, msg: dict[str, Any]) -> None:
         """A socket on another node joins a match running here: a :class:`RemotePeer` stands for it."""
         runner = self.host.live(msg["m"])
-        peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"])
+        peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"],
+                          deltas=msg.get("d") is not False)  # an older node's attach has no "d"
         if runner is None:
             peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
             return
