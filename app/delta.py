@@ -18,7 +18,11 @@ Only three operations are produced: ``add``, ``remove`` and ``replace``. Paths a
   prefix, then ``add`` the new tail (``/path/i`` in ascending order) or ``remove`` the old tail
   (highest index first, so every index is valid when applied in order);
 * anything else that differs (another type, a scalar, ``1`` vs ``1.0`` vs ``True``): ``replace``.
-  ``True == 1`` in Python, so values are compared with their type: the patch is exact for JSON.
+  ``True == 1`` in Python, so scalars are compared with their type: the patch is exact for JSON.
+* a member that is a dict or list equal (``==``, in C) to its old value is skipped without a walk:
+  most of a view does not change between two versions. The one inexactness: a container whose only
+  change is a scalar of another type but equal value deep inside (``1`` → ``true``) is not patched;
+  views never do that (the delta proofs compare exact JSON).
 
 A replace of the whole document has the path ``""``.
 """
@@ -54,17 +58,16 @@ def diff(old: Any, new: Any) -> list[dict[str, Any]]:
 def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if old is new:
         return
-    told, tnew = type(old), type(new)
-    if told is not tnew:
+    told = type(old)
+    if told is not type(new):
         ops.append({"op": "replace", "path": path, "value": new})
         return
     if told is dict:
         for key, value in new.items():
-            sub = path + "/" + _escape(key)
             if key in old:
-                _diff(old[key], value, sub, ops)
+                _child_diff(old[key], value, key, path, ops)
             else:
-                ops.append({"op": "add", "path": sub, "value": value})
+                ops.append({"op": "add", "path": path + "/" + _escape(key), "value": value})
         for key in old:
             if key not in new:
                 ops.append({"op": "remove", "path": path + "/" + _escape(key)})
@@ -72,7 +75,7 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if told is list:
         common = min(len(old), len(new))
         for i in range(common):
-            _diff(old[i], new[i], f"{path}/{i}", ops)
+            _child_diff(old[i], new[i], i, path, ops)
         for i in range(common, len(new)):
             ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
         for i in range(len(old) - 1, common - 1, -1):
@@ -80,6 +83,23 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
         return
     if old != new:
         ops.append({"op": "replace", "path": path, "value": new})
+
+
+def _child_diff(old: Any, new: Any, key: str | int, path: str, ops: list[dict[str, Any]]) -> None:
+    """One member of a dict or list: equal containers are skipped with one comparison in C (most of
+    a view does not change), changed ones are walked, scalars compared with their type."""
+    if old is new:
+        return
+    tnew = type(new)
+    if type(old) is tnew:
+        if tnew is dict or tnew is list:
+            if old != new:
+                _diff(old, new, f"{path}/{key}" if type(key) is int else path + "/" + _escape(key), ops)
+            return
+        if old == new:
+            return
+    sub = f"{path}/{key}" if type(key) is int else path + "/" + _escape(key)
+    ops.append({"op": "replace", "path": sub, "value": new})
 
 
 def _parent(doc: Any, path: str) -> tuple[Any, str]:

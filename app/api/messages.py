@@ -21,6 +21,8 @@ class Hello(_Msg):
     token: str = Field(description="the bearer token from POST /api/v1/players")
     as_: Literal["spectator", "admin"] | None = Field(None, alias="as")
     since_version: int | None = Field(None, ge=0, description="send the events missed since this version")
+    deltas: bool = Field(True, description="after the first state, send each change as a delta (true) "
+                                           "or as a full state (false)")
 
 
 class Act(_Msg):

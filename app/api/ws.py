@@ -106,7 +106,7 @@ class Connection:
         self.viewer = SPECTATOR
         self.player_id: str | None = None
         self.sent_version = 0
-        #: ``delta`` messages (default) or full states (``hello`` ``"deltas": false``)
+        #: whether changes go out as ``delta`` messages (the hello's ``deltas``) or as full ``state``s
         self.deltas = True
         self.closed = False
         self.close_code: tuple[int, str] | None = None
@@ -351,7 +351,7 @@ async def _read_hello(ws: WebSocket, match_id: str, settings: Any, metrics: Any)
     try:
         value = decode(first, settings.max_message_bytes)
     except ProtocolError as exc:
-        value = None  # too large or not JSON: answered as a missing hello
+        value = None  # binary, too large or not JSON: answered as a missing hello
         nul = nul or exc.code == "invalid_text"
     if nul:
         metrics.errors.labels("invalid_text").inc()
@@ -401,7 +401,6 @@ def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, se
     """Step 3: attach the socket to the match's runner here, or link it to the owner node.
     Returns where its messages go from now on."""
     runner = admitted.runner
-    conn.deltas = getattr(hello, "deltas", True) is not False
     if runner is not None:
         def detach() -> None:
             current = matches.live(match_id)
@@ -422,7 +421,8 @@ def _join(conn: Connection, match_id: str, admitted: _Admitted, hello: Hello, se
 async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, Any]], None], limit: int,
                  metrics: Any) -> None:
     """Step 4: every frame until the socket closes: decoded and checked (``app.runtime.protocol``),
-    then handed on; a bad frame gets an ``error`` and changes nothing."""
+    then handed on; a bad frame (a binary one too: ``malformed_message``) gets an ``error`` and
+    changes nothing."""
     while not conn.closed:
         frame = await ws.receive()
         if frame["type"] == "websocket.disconnect":
@@ -465,6 +465,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
                       act_timeout=settings.act_timeout_seconds if admitted.runner is None else None)
     conn.viewer = admitted.viewer
     conn.player_id = admitted.player["id"]
+    conn.deltas = hello.deltas
     conn.start()
     send_on = _join(conn, match_id, admitted, hello, settings, matches)
     metrics.sockets.inc()

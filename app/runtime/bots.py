@@ -64,7 +64,7 @@ class BotPeer:
         self.viewer = seat
         self.player_id = player_id
         self.sent_version = 0
-        #: bots read full states (they decide on the whole view; no patches to apply in-process)
+        #: a bot decides on full states: the runtime sends it no ``delta`` messages
         self.deltas = False
         self.runner = runner
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()

@@ -49,8 +49,9 @@ class RemotePeer:
 
     def __init__(self, cluster: Cluster, node: str, conn_id: str, viewer: int, player_id: str | None,
                  match_id: str = "", deltas: bool = True) -> None:
-        self.deltas = deltas
         self.cluster = cluster
+        #: the socket's hello ``deltas``: changes as ``delta`` messages (True) or full ``state``s
+        self.deltas = deltas
         self.node = node
         self.conn_id = conn_id
         self.viewer = viewer
@@ -97,7 +98,7 @@ class Link:
         self.cluster.send(self.owner, {"k": "attach", "m": self.match_id, "c": self.conn_id,
                                        "n": self.cluster.node_id, "v": self.conn.viewer,
                                        "p": self.conn.player_id, "since": since_version,
-                                       "d": bool(getattr(self.conn, "deltas", True))})
+                                       "d": self.conn.deltas})
         if answer_seconds is not None:
             self.timer = asyncio.get_running_loop().call_later(answer_seconds, self._unanswered)
 
@@ -291,7 +292,7 @@ class Cluster:
         """A socket on another node joins a match running here: a :class:`RemotePeer` stands for it."""
         runner = self.host.live(msg["m"])
         peer = RemotePeer(self, msg["n"], msg["c"], int(msg["v"]), msg.get("p"), msg["m"],
-                          deltas=msg.get("d", True) is not False)
+                          deltas=msg.get("d") is not False)  # an older node's attach has no "d"
         if runner is None:
             peer.close(CLOSE_MOVED, "this node no longer runs the match; reconnect and resume")
             return

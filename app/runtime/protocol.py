@@ -80,6 +80,9 @@ def utf8_size_over(text: str | bytes, limit: int) -> bool:
     return len(text.encode("utf-8", "surrogatepass")) > limit
 
 
+#: the answer to a binary frame (``malformed_message``; before ``hello``: ``hello_required``)
+BINARY_FRAME = "send JSON in text frames"
+
 _DECODE_ERRORS = {
     "message_too_large": "messages are limited to {limit} bytes (UTF-8)",
     "malformed_json": "the message is not valid JSON",
@@ -88,11 +91,12 @@ _DECODE_ERRORS = {
 
 
 def decode(frame: Mapping[str, Any], limit: int) -> Any:
-    """A received ASGI frame (``text`` or ``bytes``) as a JSON value. Raises :class:`ProtocolError`
+    """A received ASGI text frame as a JSON value. Raises :class:`ProtocolError` ``malformed_message``
+    for a binary frame (JSON travels in text frames; docs/protocol.md "Rules a client can rely on"),
     ``message_too_large`` (over ``limit`` bytes of UTF-8), ``malformed_json`` or ``invalid_text`` (NUL)."""
     raw = frame.get("text")
     if raw is None:
-        raw = frame.get("bytes") or b""
+        raise ProtocolError("malformed_message", BINARY_FRAME)
     problem = None
     if utf8_size_over(raw, limit):
         problem = "message_too_large"
@@ -102,7 +106,7 @@ def decode(frame: Mapping[str, Any], limit: int) -> Any:
         except orjson.JSONDecodeError:
             problem = "malformed_json"
         else:
-            if ("\\u0000" in raw if isinstance(raw, str) else b"\\u0000" in raw) and has_nul(value):
+            if "\\u0000" in raw and has_nul(value):
                 problem = "invalid_text"
     if problem is not None:
         raise ProtocolError(problem, _DECODE_ERRORS[problem].format(limit=limit))
@@ -115,26 +119,61 @@ def _is_count(value: Any) -> TypeGuard[int]:
 
 
 # -- hello ------------------------------------------------------------------------------------
+#: the fields each client message may carry (docs/schemas/client.*.json: ``additionalProperties: false``)
+FIELDS: dict[str, frozenset[str]] = {
+    "hello": frozenset(("type", "token", "as", "since_version", "deltas")),
+    "act": frozenset(("type", "seq", "action", "version")),
+    "resume": frozenset(("type", "since_version")),
+    "ping": frozenset(("type", "t")),
+}
+
+_HELLO_REQUIRED = "the first message must be {\"type\":\"hello\",\"token\":...}"
+
+
 @dataclass(frozen=True)
 class Hello:
-    """The first message on a socket: who connects, as what, and from which version."""
+    """The first message on a socket: who connects (``token``), as what (``as_``: None for your
+    seat, ``"spectator"`` or ``"admin"``), from which version (``since_version``, None: no events
+    missed), and whether later changes come as ``delta`` messages (``deltas``, default True) or as a
+    full ``state`` each (False)."""
 
     token: str
     as_: str | None = None
     since_version: int | None = None
+    deltas: bool = True
+
+
+def _unknown_fields(value: dict[str, Any], kind: str) -> list[str]:
+    """The keys of ``value`` that a ``kind`` message may not carry, sorted (keys are JSON strings)."""
+    allowed = FIELDS[kind]
+    return sorted(str(k) for k in value if k not in allowed)
 
 
 def parse_hello(value: Any) -> Hello:
-    """Validate the first message (docs/protocol.md "hello"). Raises :class:`ProtocolError`
-    ``hello_required`` or ``bad_hello`` (close 4401)."""
-    if not isinstance(value, dict) or value.get("type") != "hello" or not isinstance(value.get("token"), str):
-        raise ProtocolError("hello_required", "the first message must be {\"type\":\"hello\",\"token\":...}",
-                            CLOSE_UNAUTHORIZED)
+    """Validate the first message (docs/protocol.md "hello" and "Rules a client can rely on").
+
+    Raises :class:`ProtocolError` with close 4401: ``hello_required`` when ``value`` is not a
+    ``{"type":"hello",...}`` object (nor a text frame at all); ``bad_hello`` for a field the schema
+    does not list, a ``token`` that is missing, null or not a string, ``as`` other than
+    ``"spectator"``/``"admin"``, a ``since_version`` that is not an integer >= 0, or ``deltas``
+    other than true/false."""
+    if not isinstance(value, dict) or value.get("type") != "hello":
+        raise ProtocolError("hello_required", _HELLO_REQUIRED, CLOSE_UNAUTHORIZED)
+    extra = _unknown_fields(value, "hello")
+    if extra:
+        raise ProtocolError("bad_hello", f"hello does not take {', '.join(map(repr, extra))}; its fields are "
+                                         "type, token, as, since_version, deltas", CLOSE_UNAUTHORIZED)
+    token = value.get("token")
+    if not isinstance(token, str):
+        raise ProtocolError("bad_hello", "hello needs 'token': a string (your bearer token)", CLOSE_UNAUTHORIZED)
     since = value.get("since_version")
     if value.get("as") not in (None, "spectator", "admin") or (since is not None and not _is_count(since)):
         raise ProtocolError("bad_hello", "'as' must be \"spectator\" or \"admin\"; "
                                          "'since_version' a version number", CLOSE_UNAUTHORIZED)
-    return Hello(token=value["token"], as_=value.get("as"), since_version=since)
+    deltas = value.get("deltas", True)
+    if not isinstance(deltas, bool):
+        raise ProtocolError("bad_hello", "'deltas' must be true or false", CLOSE_UNAUTHORIZED)
+    return Hello(token=token, as_=value.get("as"), since_version=since, deltas=deltas)
 
 
 # -- after hello ------------------------------------------------------------------------------
@@ -146,21 +185,47 @@ def check_message(value: Any) -> dict[str, Any]:
     return value
 
 
+#: the answer to a message whose ``type`` is missing or not a string
+TYPE_REQUIRED = "a message needs a string 'type': one of hello, act, resume, ping"
+
+
 def route(runner: MatchRunner, peer: Peer, msg: Mapping[str, Any]) -> None:
     """One message from a viewer (after ``hello``), validated and handed on; every answer is pushed
-    to ``peer``. ``act``: its ``seq`` must be an integer in [0, 2**62), its ``version`` (optional) an
-    integer; then :meth:`MatchRunner.act`. ``resume``: ``since_version`` a version number; then the
-    full state again with the missed events. ``ping``: ``pong``. Anything else: an ``error``
-    (``bad_seq``, ``bad_version``, ``already_authenticated``, ``unknown_message_type``)."""
+    to ``peer`` and a refused message changes nothing (docs/protocol.md "Rules a client can rely on").
+
+    - ``type`` missing or not a string, or not a client type: ``unknown_message_type``.
+    - a field its schema does not list (``act``, ``resume``, ``ping``): ``malformed_message``
+      (an ``act``'s ``seq`` echoed when it is an integer).
+    - ``act``: ``seq`` an integer in [0, 2**62) (else ``bad_seq``), ``version`` (optional) an
+      integer >= 0 (else ``bad_version``); then :meth:`MatchRunner.act`, which judges the rest.
+    - ``resume``: ``since_version`` an integer >= 0 (else ``bad_version``); then the full state
+      again with the missed events.
+    - ``ping``: ``pong`` with its ``t``. ``hello`` again: ``already_authenticated``."""
     kind = msg.get("type")
+    if not isinstance(kind, str):
+        peer.push(encode(error("unknown_message_type", TYPE_REQUIRED)))
+        return
+    allowed = FIELDS.get(kind)
+    if allowed is None:
+        peer.push(encode(error("unknown_message_type", f"unknown message type {kind!r}; the client messages "
+                                                       "are hello, act, resume, ping")))
+        return
+    if kind != "hello" and not allowed.issuperset(msg):
+        extra = ", ".join(map(repr, _unknown_fields(dict(msg), kind)))
+        seq = msg.get("seq") if kind == "act" else None
+        peer.push(encode(error("malformed_message", f"{kind} does not take {extra}; its fields are "
+                                                    f"{', '.join(sorted(allowed))}",
+                               seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None)))
+        return
     if kind == "act":
         seq = msg.get("seq")
         if not _is_count(seq) or seq >= 2**62:
             peer.push(encode(error("bad_seq", "act needs an integer 'seq' >= 0")))
             return
         version = msg.get("version")
-        if version is not None and not (isinstance(version, int) and not isinstance(version, bool)):
-            peer.push(encode(error("bad_version", "version is not one the server sent", seq=seq)))
+        if version is not None and not _is_count(version):
+            peer.push(encode(error("bad_version", "'version' must be a version the server sent: "
+                                                  "an integer >= 0", seq=seq)))
             return
         runner.act(peer, seq, msg.get("action"), version)
     elif kind == "resume":
@@ -171,7 +236,5 @@ def route(runner: MatchRunner, peer: Peer, msg: Mapping[str, Any]) -> None:
         runner.attach(peer, since_version=since)
     elif kind == "ping":
         peer.push(encode(pong(msg.get("t"))))
-    elif kind == "hello":
+    else:  # hello
         peer.push(encode(error("already_authenticated", "hello was already received")))
-    else:
-        peer.push(encode(error("unknown_message_type", f"unknown message type {kind!r}")))

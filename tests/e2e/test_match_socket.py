@@ -134,8 +134,8 @@ async def test_wrong_token_and_missing_hello(server):
         async with websockets.connect(bad) as ws:
             await ws.send(json.dumps({"type": "hello", "token": table.players[0].token}))
             assert json.loads(await ws.recv())["code"] == "not_found"
-        async with websockets.connect(url) as ws:  # a binary hello works like a text one
-            await ws.send(json.dumps({"type": "hello", "token": table.players[0].token}).encode())
+        async with websockets.connect(url) as ws:
+            await ws.send(json.dumps({"type": "hello", "token": table.players[0].token}))
             assert json.loads(await ws.recv())["type"] == "state"
             await ws.send(json.dumps({"type": "resume", "since_version": "a"}))
             assert json.loads(await ws.recv())["code"] == "bad_version"
@@ -276,3 +276,189 @@ async def test_admin_state_log_replay_and_abort(server):
     finally:
         await table.close()
         await admin.close()
+
+
+# -- "Rules a client can rely on" (docs/protocol.md, issue 11 item 7): one test per rule ----------------
+TYPE_REQUIRED = "a message needs a string 'type': one of hello, act, resume, ping"
+
+
+def _ws_url(url: str, match_id: str) -> str:
+    return url.replace("http", "ws") + f"/ws/matches/{match_id}"
+
+
+async def _refused_hello(url: str, match_id: str, first: str | bytes) -> dict:
+    """Send ``first`` as the first frame; the answer, after asserting the socket is then closed 4401."""
+    async with websockets.connect(url) as ws:
+        await ws.send(first)
+        msg = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401, (first, msg)
+    return msg
+
+
+async def _unchanged(url: str, table, socks, version: int) -> None:
+    """Nothing moved: no seat was sent anything (its next message answers its ping), the match is
+    still at ``version`` (a resume on each socket: that version, no events; the stored version too)."""
+    for i, s in enumerate(socks):
+        await s.send({"type": "ping", "t": i})
+        assert await s.recv(timeout=10) == {"type": "pong", "t": i}
+        await s.send({"type": "resume", "since_version": version})
+        st = await s.recv(timeout=10)
+        assert st["type"] == "state" and st["version"] == version and st["events"] == [], st
+    assert (await table.players[0].match(table.match_id))["version"] == version
+
+
+async def _send_expect(sock, raw: str | bytes, code: str) -> dict:
+    """Send one raw frame; its answer must be the error ``code`` (and nothing else before it)."""
+    await sock.ws.send(raw)
+    msg = await sock.recv(timeout=10)
+    assert msg["type"] == "error" and msg["code"] == code, (raw, msg)
+    return msg
+
+
+async def test_hello_with_an_unknown_field_or_without_a_string_token_is_bad_hello(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        url, token = _ws_url(server.url, table.match_id), table.players[0].token
+        for bad in ({"type": "hello", "token": token, "colour": "red"},
+                    {"type": "hello", "token": token, "since_version": 0, "version": 0},
+                    {"type": "hello"},
+                    {"type": "hello", "token": None},
+                    {"type": "hello", "token": 7},
+                    {"type": "hello", "token": [token]},
+                    {"type": "hello", "token": token, "deltas": "yes"},
+                    {"type": "hello", "token": token, "deltas": 1},
+                    {"type": "hello", "token": token, "deltas": None}):
+            msg = await _refused_hello(url, table.match_id, json.dumps(bad))
+            assert msg["type"] == "error" and msg["code"] == "bad_hello", (bad, msg)
+            assert msg["message"]
+        msg = await _refused_hello(url, table.match_id, json.dumps({"type": "hello", "token": token, "colour": 1}))
+        assert "'colour'" in msg["message"]  # the field is named
+        # nothing was attached or changed: the seat's socket is the first one it gets
+        s, st = await connect(server.url, table.match_id, token)
+        assert st["type"] == "state" and st["version"] == 0
+        assert (await table.players[0].match(table.match_id))["version"] == 0
+        await s.close()
+    finally:
+        await table.close()
+
+
+async def test_a_first_message_that_is_not_a_hello_is_hello_required(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        url, token = _ws_url(server.url, table.match_id), table.players[0].token
+        for first in (json.dumps({"type": "act", "seq": 1, "action": {"type": "end_turn"}}),
+                      json.dumps({"type": 7, "token": token}),
+                      json.dumps({"token": token}),
+                      json.dumps([{"type": "hello", "token": token}]),
+                      "{not json"):
+            msg = await _refused_hello(url, table.match_id, first)
+            assert msg["code"] == "hello_required", (first, msg)
+        assert (await table.players[0].match(table.match_id))["version"] == 0
+    finally:
+        await table.close()
+
+
+async def test_a_binary_first_frame_is_hello_required_even_holding_a_valid_hello(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        hello = json.dumps({"type": "hello", "token": table.players[0].token}).encode()
+        msg = await _refused_hello(_ws_url(server.url, table.match_id), table.match_id, hello)
+        assert msg["code"] == "hello_required"
+    finally:
+        await table.close()
+
+
+async def test_hello_deltas_true_or_false_is_accepted(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        url = _ws_url(server.url, table.match_id)
+        for i, deltas in enumerate((True, False)):
+            async with websockets.connect(url) as ws:
+                await ws.send(json.dumps({"type": "hello", "token": table.players[i].token, "deltas": deltas,
+                                          "since_version": 0}))
+                st = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert st["type"] == "state" and st["seat"] == i and st["version"] == 0, st
+    finally:
+        await table.close()
+
+
+async def test_unknown_fields_in_act_resume_and_ping_are_malformed_and_change_nothing(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        socks, states, turn = await _whose_turn(server.url, table)
+        v = states[turn]["version"]
+        # a legal end_turn by the seat on turn, but for one extra field: refused, seq echoed
+        act = {"type": "act", "seq": 11, "action": {"type": "end_turn"}, "version": v}
+        msg = await _send_expect(socks[turn], json.dumps({**act, "colour": "red"}), "malformed_message")
+        assert msg["seq"] == 11 and "'colour'" in msg["message"]
+        msg = await _send_expect(socks[turn], json.dumps({**act, "seq": "x", "x": 1}), "malformed_message")
+        assert "seq" not in msg  # not an integer: not echoed
+        msg = await _send_expect(socks[turn], json.dumps({**act, "seq": True, "x": 1}), "malformed_message")
+        assert "seq" not in msg
+        msg = await _send_expect(socks[turn], json.dumps({"type": "resume", "since_version": v, "full": True}),
+                                 "malformed_message")
+        assert "seq" not in msg and "'full'" in msg["message"]
+        await _send_expect(socks[turn], json.dumps({"type": "ping", "t": 1, "u": 2}), "malformed_message")
+        await _unchanged(server.url, table, socks, v)
+        # seq 11 was not used up: the same act without the extra field is applied
+        await socks[turn].send(act)
+        ack = await recv_until(socks[turn], lambda m: m["type"] in ("ack", "error"))
+        assert ack == {"type": "ack", "seq": 11, "version": v + 1}
+        for s in socks:
+            await s.close()
+    finally:
+        await table.close()
+
+
+async def test_a_type_that_is_not_a_string_is_unknown_message_type(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        socks, states, turn = await _whose_turn(server.url, table)
+        v = states[turn]["version"]
+        for raw in ({"type": 7, "seq": 1, "action": {"type": "end_turn"}}, {"seq": 1, "action": {"type": "end_turn"}},
+                    {"type": None}, {"type": ["act"]}, {"type": {"act": 1}}):
+            msg = await _send_expect(socks[turn], json.dumps(raw), "unknown_message_type")
+            assert msg["message"] == TYPE_REQUIRED, msg
+        msg = await _send_expect(socks[turn], json.dumps({"type": "teleport"}), "unknown_message_type")
+        assert "'teleport'" in msg["message"] and "None" not in msg["message"]
+        await _unchanged(server.url, table, socks, v)
+        for s in socks:
+            await s.close()
+    finally:
+        await table.close()
+
+
+async def test_a_negative_act_version_is_bad_version(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        socks, states, turn = await _whose_turn(server.url, table)
+        v = states[turn]["version"]
+        for i, version in enumerate((-1, -(2**40), 1.5, True, "0")):
+            msg = await _send_expect(socks[turn], json.dumps({"type": "act", "seq": 20 + i,
+                                                              "action": {"type": "end_turn"}, "version": version}),
+                                     "bad_version")
+            assert msg["seq"] == 20 + i, msg
+        await _unchanged(server.url, table, socks, v)
+        for s in socks:
+            await s.close()
+    finally:
+        await table.close()
+
+
+async def test_a_binary_frame_after_hello_is_malformed_and_changes_nothing(server):
+    table = await start_match(server.url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        socks, states, turn = await _whose_turn(server.url, table)
+        v = states[turn]["version"]
+        # a legal end_turn by the seat on turn, sent as a binary frame: refused, not applied
+        raw = json.dumps({"type": "act", "seq": 1, "action": {"type": "end_turn"}, "version": v}).encode()
+        msg = await _send_expect(socks[turn], raw, "malformed_message")
+        assert msg["message"] == "send JSON in text frames" and "seq" not in msg
+        await _send_expect(socks[turn], b"\x00\xff not json", "malformed_message")
+        await _unchanged(server.url, table, socks, v)
+        for s in socks:
+            await s.close()
+    finally:
+        await table.close()

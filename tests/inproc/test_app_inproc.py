@@ -82,6 +82,13 @@ async def test_a_gap_in_the_log_fails_cli_replay_like_the_server(tmp_path):
     ('{"type":"act","seq":1,"action":{"type":"end_turn"},"version":"0"}', "bad_version"),
     ('{"type":"resume","since_version":-3}', "bad_version"),
     ('{"type":"act","seq":1,"action":{"type":"x\\u0000"}}', "invalid_text"),
+    ('{"type":"act","seq":1,"action":{"type":"end_turn"},"extra":1}', "malformed_message"),
+    ('{"type":"resume","since_version":0,"extra":1}', "malformed_message"),
+    ('{"type":"ping","extra":1}', "malformed_message"),
+    ('{"type":7}', "unknown_message_type"),
+    ('{"seq":1}', "unknown_message_type"),
+    ('{"type":"act","seq":1,"action":{"type":"end_turn"},"version":-1}', "bad_version"),
+    (b'{"type":"act","seq":1,"action":{"type":"end_turn"}}', "malformed_message"),
 ])
 async def test_bad_messages_get_an_error_and_change_nothing(tmp_path, raw, code):
     async with running_node(tmp_path) as node:
@@ -90,7 +97,7 @@ async def test_bad_messages_get_an_error_and_change_nothing(tmp_path, raw, code)
             sock = InprocSocket(ws)
             await sock.send({"type": "hello", "token": host.token})
             first = await sock.recv()
-            await sock.send(raw)
+            await (ws.send_bytes(raw) if isinstance(raw, bytes) else sock.send(raw))
             while (msg := await sock.recv())["type"] != "error":
                 pass
             assert msg["code"] == code
@@ -109,18 +116,45 @@ async def test_bad_messages_get_an_error_and_change_nothing(tmp_path, raw, code)
     ('{"type":"hello","token":"nope"}', "unauthorized", 4401),
     ('{"type":"hello","token":"x","as":"king"}', "bad_hello", 4401),
     ('{"type":"hello","token":"x\\u0000"}', "invalid_text", 4400),
+    ('{"type":"hello"}', "bad_hello", 4401),
+    ('{"type":"hello","token":null}', "bad_hello", 4401),
+    ('{"type":"hello","token":"x","extra":1}', "bad_hello", 4401),
+    ('{"type":"hello","token":"x","deltas":"no"}', "bad_hello", 4401),
+    ('{"type":7,"token":"x"}', "hello_required", 4401),
+    (b'{"type":"hello","token":"x"}', "hello_required", 4401),
 ])
 async def test_a_bad_hello_is_refused_with_its_close_code(tmp_path, hello, code, close):
     async with running_node(tmp_path) as node:
         host, match_id, _seat = await _bot_table(node)
         async with node.socket(match_id) as ws:
-            await ws.send_text(hello)
+            await (ws.send_bytes(hello) if isinstance(hello, bytes) else ws.send_text(hello))
             msg = InprocSocket(ws)
             first = await msg.recv()
             assert first["type"] == "error" and first["code"] == code
             with pytest.raises(WebSocketDisconnect) as info:
                 await ws.receive_text(timeout=5)
             assert info.value.code == close
+        await host.close()
+
+
+async def test_hello_deltas_is_the_sockets_and_a_bot_takes_full_states(tmp_path):
+    """``deltas`` from the hello is on the socket's Connection (default True); the bot seat's
+    BotPeer has False (the runtime reads ``peer.deltas``)."""
+    async with running_node(tmp_path) as node:
+        host, match_id, seat = await _bot_table(node)
+        runner = node.app.state.manager.live(match_id)
+        for deltas in (False, True, None):
+            async with node.socket(match_id) as ws:
+                sock = InprocSocket(ws)
+                hello = {"type": "hello", "token": host.token}
+                if deltas is not None:
+                    hello["deltas"] = deltas
+                await sock.send(hello)
+                assert (await sock.recv())["type"] == "state"
+                mine = [p for p in runner.peers if p.viewer == seat]
+                assert len(mine) == 1 and mine[0].deltas is (deltas is not False), (deltas, mine)
+        bots = [p for p in runner.peers if p.viewer == 1 - seat]
+        assert len(bots) == 1 and bots[0].deltas is False
         await host.close()
 
 

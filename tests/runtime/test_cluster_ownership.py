@@ -20,6 +20,7 @@ from app.runtime.logwriter import LogWriter
 from app.runtime.manager import MatchManager
 from tests.conftest import REDIS_URL, PostgresDatabase
 from tests.infra.conftest import wait_until
+from tests.runtime.twins import FakePeer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -146,3 +147,24 @@ async def wait_until_async(make, timeout: float) -> bool:
             return True
         await asyncio.sleep(0.02)
     return False
+
+
+async def test_a_linked_socket_carries_its_hello_deltas_to_the_owner(two_nodes):
+    """The link's attach carries the socket's ``deltas`` (its hello's): the owner's RemotePeer has
+    the same, so the runtime encodes for it as for a local socket; a peer without it (an older
+    node's attach) gets the default, True."""
+    (a, b), _prefix = two_nodes
+    runner = await a.manager.create_match("conquest", {}, SEATS)
+    conns = [FakePeer(0, "p0"), FakePeer(1, "p1"), FakePeer(-1, None)]
+    conns[0].deltas = False  # type: ignore[attr-defined]
+    conns[1].deltas = True  # type: ignore[attr-defined]
+    links = [b.cluster.open_link(c, runner.match_id, a.node_id, None, answer_seconds=5, retry_after=1)
+             for c in conns]
+    try:
+        assert await wait_until(lambda: all(c.of_type("state") for c in conns), timeout=5)
+        peers = {p.viewer: p for p in a.cluster.remote_peers.values()}
+        assert {v: p.deltas for v, p in peers.items()} == {0: False, 1: True, -1: True}
+        assert all(p in runner.peers for p in peers.values())
+    finally:
+        for link in links:
+            link.close()
