@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +21,8 @@ class Hello(_Msg):
     token: str = Field(description="the bearer token from POST /api/v1/players")
     as_: Literal["spectator", "admin"] | None = Field(None, alias="as")
     since_version: int | None = Field(None, ge=0, description="send the events missed since this version")
-    deltas: bool = Field(True, description="after the first state, send each change as a delta (true) "
-                                           "or as a full state (false)")
+    deltas: bool = Field(True, strict=True, description="true (default): a full state first, then a delta per "
+                                                     "change; false: a full state per change")
 
 
 class Act(_Msg):
@@ -74,6 +74,38 @@ class State(_Msg):
     events_complete: Literal[False] | None = None
 
 
+class AddOp(_Msg):
+    op: Literal["add"]
+    path: str = Field(description="JSON Pointer (RFC 6901: ~0 is ~, ~1 is /); a last token '-' appends to a list")
+    value: Any
+
+
+class RemoveOp(_Msg):
+    op: Literal["remove"]
+    path: str = Field(description="JSON Pointer (RFC 6901)")
+
+
+class ReplaceOp(_Msg):
+    op: Literal["replace"]
+    path: str = Field(description="JSON Pointer (RFC 6901); '' is the whole document")
+    value: Any
+
+
+PatchOp = Annotated[AddOp | RemoveOp | ReplaceOp, Field(discriminator="op")]
+
+
+class Delta(_Msg):
+    """What changed for your audience since your last state or delta (docs/protocol.md "Deltas,
+    audiences and versions"): ``patch`` (RFC 6902, applied in order) turns the document
+    ``{"status", "prompts", "view"}`` held at version ``base`` into the one at ``version``."""
+    type: Literal["delta"]
+    match_id: str
+    base: int = Field(ge=0, description="the version the patch applies to; not the one you hold: send resume")
+    version: int = Field(ge=1, description="your audience's version after it (> base)")
+    patch: list[PatchOp]
+    events: list[Event] = Field(description="the events of the versions after base, redacted for you")
+
+
 class Ack(_Msg):
     type: Literal["ack"]
     seq: int
@@ -110,7 +142,8 @@ class Pong(_Msg):
 
 
 CLIENT: dict[str, type[BaseModel]] = {"hello": Hello, "act": Act, "resume": Resume, "ping": Ping}
-SERVER: dict[str, type[BaseModel]] = {"state": State, "ack": Ack, "error": Error, "ended": Ended, "pong": Pong}
+SERVER: dict[str, type[BaseModel]] = {"state": State, "delta": Delta, "ack": Ack, "error": Error, "ended": Ended,
+                                      "pong": Pong}
 
 
 def validate_server_message(message: dict[str, Any]) -> BaseModel:

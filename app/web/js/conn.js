@@ -6,6 +6,18 @@
 //   `seq` after a reconnect: the server never applies a seq twice, it repeats the ack.
 // - A silent socket (no pong within a few seconds) is treated as dropped.
 // - Close codes 4001 (replaced by another tab), 4401/4403/4404 stop the reconnect loop.
+// - Deltas (docs/protocol.md, "Deltas, audiences and versions"): `hello` says `deltas: true` (the
+//   `deltas` option). The connection holds the document {status, prompts, view} of the last full
+//   `state` and its version. A `delta` whose `base` is that version is applied (applyPatch,
+//   ./patch.js) and `onMessage` gets a synthesized full `state` (the last state's match_id, game,
+//   seat, viewer; the delta's version and events; `via_delta: true`), so the page only ever sees
+//   states. A `base` that is not the held version, or a patch that does not apply: send
+//   `{type: "resume", since_version: <held>}` and drop deltas until the next full `state`. A full
+//   `state` always resets the document (today's server sends only those).
+
+import { applyPatch } from "./patch.js";
+
+export { applyPatch, PatchError } from "./patch.js";
 
 const FATAL = { 4401: "unauthorized", 4403: "forbidden", 4404: "no such match" };
 const SEQ_KEY = "bannerfall.seq";
@@ -24,14 +36,21 @@ export class MatchConnection {
    * @param {string} o.matchId
    * @param {string} o.token
    * @param {string} [o.as]          "spectator" | "admin"
-   * @param {(msg: object) => void} o.onMessage   every server message (state, ended, error, …)
+   * @param {boolean} [o.deltas]     false: ask the server for a full state per change (default true)
+   * @param {(msg: object) => void} o.onMessage   every server message (state, ended, error, …);
+   *        a delta arrives as the full state it makes
    * @param {(status: string, detail?: string) => void} o.onStatus
    *        "connecting" | "connected" | "reconnecting" | "offline" | "replaced" | "closed" | "failed"
    */
-  constructor({ matchId, token, as, onMessage, onStatus }) {
+  constructor({ matchId, token, as, deltas = true, onMessage, onStatus }) {
     this.matchId = matchId;
     this.token = token;
     this.as = as;
+    this.deltas = deltas;
+    this.doc = null; // {status, prompts, view} at this.version; null until a full state
+    this.head = null; // match_id, game, seat, viewer of the last full state
+    this.resyncing = false; // a resume was sent: deltas are dropped until the next full state
+    this.resumes = 0; // resumes sent because of a gap or a bad patch
     this.onMessage = onMessage;
     this.onStatus = onStatus || (() => {});
     this.ws = null;
@@ -97,6 +116,8 @@ export class MatchConnection {
   _open() {
     if (this.stopped) return;
     this._hello = false;
+    this.doc = null; // a new socket starts with a full state
+    this.resyncing = false;
     this.onStatus(this.attempt ? "reconnecting" : "connecting");
     let ws;
     try {
@@ -107,7 +128,7 @@ export class MatchConnection {
     }
     this.ws = ws;
     ws.onopen = () => {
-      const hello = { type: "hello", token: this.token };
+      const hello = { type: "hello", token: this.token, deltas: this.deltas };
       if (this.as) hello.as = this.as;
       // first connect: since 0, so the log shows what happened before the page opened
       hello.since_version = this.version ?? 0;
@@ -174,11 +195,55 @@ export class MatchConnection {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
   }
 
+  /** The full state a delta makes, or null when it is dropped (after asking for a full state). */
+  _applyDelta(msg) {
+    if (this.doc === null || this.resyncing) return null;
+    const { base, version, patch } = msg;
+    if (base !== this.version || !Number.isInteger(version) || version <= base) {
+      this._resync();
+      return null;
+    }
+    let doc;
+    try {
+      doc = applyPatch(this.doc, patch, { inPlace: true });
+    } catch {
+      doc = null; // this.doc may be half patched: the next full state resets it
+    }
+    if (doc === null || typeof doc !== "object" || !("status" in doc && "prompts" in doc && "view" in doc)) {
+      this._resync();
+      return null;
+    }
+    this.doc = doc;
+    // the page gets its own copy: what it changes never reaches the held document
+    const mine = JSON.parse(JSON.stringify(doc));
+    return {
+      type: "state", ...this.head, version, status: mine.status, prompts: mine.prompts, view: mine.view,
+      events: Array.isArray(msg.events) ? msg.events : [], via_delta: true,
+    };
+  }
+
+  _resync() {
+    this.resyncing = true;
+    this.resumes += 1;
+    if (this.version !== null) this._send({ type: "resume", since_version: this.version });
+  }
+
   _handle(msg) {
+    if (msg.type === "delta") {
+      const state = this._applyDelta(msg);
+      if (state === null) return;
+      this.version = state.version;
+      this.onMessage(state);
+      return;
+    }
     switch (msg.type) {
       case "state": {
         const first = !this._hello;
         this.version = msg.version;
+        const { match_id, game, seat, viewer, status, prompts, view } = msg;
+        this.head = { match_id, game, seat, viewer };
+        this.doc = JSON.parse(JSON.stringify({ status, prompts, view }));
+        this.resyncing = false;
         if (first) {
           this._hello = true;
           if (this.attempt) this.reconnects += 1;
