@@ -148,9 +148,11 @@ def test_bad_patches_throw_in_node_where_python_raises_and_change_nothing(tmp_pa
         with pytest.raises(PatchError):
             apply_patch(doc, patch)
     good = [{"op": "add", "path": "/a/-", "value": 3}, {"op": "add", "path": "/a/0", "value": 0},
-            {"op": "add", "path": "/__proto__", "value": {"polluted": True}}, {"op": "replace", "path": "/a/1", "value": 9}]
+            {"op": "add", "path": "/__proto__", "value": {"polluted": True}},
+            {"op": "replace", "path": "/a/1", "value": 9}]
     out = run_node(tmp_path, [{"doc": doc, "patch": p} for p in BAD] + [{"doc": doc, "patch": good}])
     for patch, got in zip(BAD, out, strict=False):
         assert got == {"ok": False, "patchError": True, "unchanged": True}, patch
     assert out[-1]["ok"] and out[-1]["unchanged"]
-    assert out[-1]["doc"] == apply_patch(doc, good) == {"a": [0, 9, 2, 3], "b": {"c": 1}, "__proto__": {"polluted": True}}
+    want = {"a": [0, 9, 2, 3], "b": {"c": 1}, "__proto__": {"polluted": True}}
+    assert out[-1]["doc"] == apply_patch(doc, good) == want
