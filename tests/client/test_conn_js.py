@@ -59,6 +59,7 @@ def run_conn(tmp_path, frames: list[dict[str, Any]], deltas: bool = True) -> dic
     (tmp_path / "package.json").write_text('{"type": "module"}')
     (tmp_path / "run.js").write_text(RUNNER)
     (tmp_path / "in.json").write_text(json.dumps({"frames": frames, "deltas": deltas}))
+    assert NODE is not None
     res = subprocess.run([NODE, str(tmp_path / "run.js"), str(tmp_path / "in.json")], capture_output=True,
                          text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr

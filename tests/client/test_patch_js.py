@@ -46,6 +46,7 @@ def run_node(tmp_path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (tmp_path / "patch.mjs").write_text((ROOT / "app" / "web" / "js" / "patch.js").read_text())
     (tmp_path / "run.mjs").write_text(RUNNER)
     (tmp_path / "cases.json").write_text(json.dumps(cases))
+    assert NODE is not None
     res = subprocess.run([NODE, str(tmp_path / "run.mjs"), str(tmp_path / "cases.json")], capture_output=True,
                          text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
@@ -86,8 +87,10 @@ def mutate(rng: random.Random, x: Any) -> Any:
             y[k] = random_tree(rng, 2)
         return y
     if isinstance(x, list):
-        y = [mutate(rng, v) if rng.random() < 0.4 else v for v in x]
-        return y[:rng.randint(0, len(y))] if rng.random() < 0.3 else y + [random_tree(rng, 2)] * rng.randint(0, 2)
+        items = [mutate(rng, v) if rng.random() < 0.4 else v for v in x]
+        if rng.random() < 0.3:
+            return items[:rng.randint(0, len(items))]
+        return items + [random_tree(rng, 2)] * rng.randint(0, 2)
     return x
 
 
@@ -148,9 +151,11 @@ def test_bad_patches_throw_in_node_where_python_raises_and_change_nothing(tmp_pa
         with pytest.raises(PatchError):
             apply_patch(doc, patch)
     good = [{"op": "add", "path": "/a/-", "value": 3}, {"op": "add", "path": "/a/0", "value": 0},
-            {"op": "add", "path": "/__proto__", "value": {"polluted": True}}, {"op": "replace", "path": "/a/1", "value": 9}]
+            {"op": "add", "path": "/__proto__", "value": {"polluted": True}},
+            {"op": "replace", "path": "/a/1", "value": 9}]
     out = run_node(tmp_path, [{"doc": doc, "patch": p} for p in BAD] + [{"doc": doc, "patch": good}])
     for patch, got in zip(BAD, out, strict=False):
         assert got == {"ok": False, "patchError": True, "unchanged": True}, patch
     assert out[-1]["ok"] and out[-1]["unchanged"]
-    assert out[-1]["doc"] == apply_patch(doc, good) == {"a": [0, 9, 2, 3], "b": {"c": 1}, "__proto__": {"polluted": True}}
+    want = {"a": [0, 9, 2, 3], "b": {"c": 1}, "__proto__": {"polluted": True}}
+    assert out[-1]["doc"] == apply_patch(doc, good) == want

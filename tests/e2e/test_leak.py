@@ -70,9 +70,12 @@ class RecordingSocket(MatchSocket):
     raw: list[str]  # every text frame received, set by the test before use
 
     async def recv(self, timeout=None):
-        raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        self.raw.append(raw)
-        return orjson.loads(raw)
+        while True:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+            self.raw.append(raw)  # every frame is checked, deltas included
+            msg = await self.take(orjson.loads(raw))  # a delta comes back as the state it makes
+            if msg is not None:
+                return msg
 
 
 async def _one_match(url: str, game: str, seats: int, options: dict, index: int,
