@@ -94,11 +94,11 @@ def _child_diff(old: Any, new: Any, key: str | int, path: str, ops: list[dict[st
     if type(old) is tnew:
         if tnew is dict or tnew is list:
             if old != new:
-                _diff(old, new, f"{path}/{key}" if type(key) is int else path + "/" + _escape(key), ops)
+                _diff(old, new, f"{path}/{key}" if isinstance(key, int) else path + "/" + _escape(key), ops)
             return
         if old == new:
             return
-    sub = f"{path}/{key}" if type(key) is int else path + "/" + _escape(key)
+    sub = f"{path}/{key}" if isinstance(key, int) else path + "/" + _escape(key)
     ops.append({"op": "replace", "path": sub, "value": new})
 
 

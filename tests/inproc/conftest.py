@@ -15,17 +15,20 @@ from httpx_ws import WebSocketDisconnect, aconnect_ws
 from httpx_ws.transport import ASGIWebSocketTransport
 
 from app.client import RestClient
+from app.client.socket import MatchSocket
 from app.config import Settings
 from app.main import create_app
 
 BASE = "http://bannerfall.test"
 
 
-class InprocSocket:
-    """A match socket to the in-process app, shaped like ``app.client.MatchSocket`` (``recv``,
-    ``act``, ``send``), so ``app.client.socket.play`` drives it."""
+class InprocSocket(MatchSocket):
+    """A match socket to the in-process app: ``app.client.MatchSocket``'s protocol (``recv`` turns
+    each ``delta`` into a full ``state``, resumes on a gap; ``act``, ``send``) over an httpx-ws
+    session, so ``app.client.socket.play`` drives it."""
 
     def __init__(self, ws: Any) -> None:
+        super().__init__(BASE, "", None)
         self.ws = ws
         self._seq = itertools.count(1)
 
@@ -33,15 +36,10 @@ class InprocSocket:
         await self.ws.send_text(message if isinstance(message, str) else orjson.dumps(message).decode())
 
     async def recv(self, timeout: float | None = 10.0) -> dict[str, Any]:
-        return orjson.loads(await self.ws.receive_text(timeout=timeout))
-
-    async def act(self, action: dict[str, Any], version: int | None = None) -> int:
-        seq = next(self._seq)
-        msg: dict[str, Any] = {"type": "act", "seq": seq, "action": action}
-        if version is not None:
-            msg["version"] = version
-        await self.send(msg)
-        return seq
+        while True:
+            out = await self.take(orjson.loads(await self.ws.receive_text(timeout=timeout)))
+            if out is not None:
+                return out
 
 
 @dataclass
