@@ -20,8 +20,8 @@ from app.client.socket import MatchSocket, play
 from app.games import registry
 from app.games.base import SPECTATOR
 from app.runtime.bots import make_bot
-from app.runtime.replay import initial_state
-from app.runtime.rows import MatchRow
+from app.runtime.replay import initial_state, replay
+from app.runtime.rows import LogRow, MatchRow
 from tests.conftest import ServerProcess
 
 TOKEN_RE = re.compile(r"^[a-z2-7]{12}$")
@@ -128,12 +128,23 @@ async def _one_match(url: str, game: str, seats: int, options: dict, index: int,
     return {"match": match, "raw": {v: s.raw for v, s in socks.items()}}
 
 
-def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]]) -> list[str]:
-    """Replay the match and check every received message; returns the leaks found."""
+def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]],
+           initial_deadlines: dict[str, float]) -> list[str]:
+    """Replay the match and check every received message; returns the leaks found. Versions on the
+    wire are per audience: each is mapped back to the match's version it was built at (the first
+    version at which the audience reached it, from a replay that derives the audience versions)."""
     game = registry()[game_id]
     match = dict(result["match"])
     match["seat_count"] = len(match["seats"])
+    match["deadlines"] = initial_deadlines
     state = initial_state(game, cast(MatchRow, match))
+    replayed = replay(cast(MatchRow, match), cast(list[LogRow], log), keep_events=len(log) + 1)
+    built_at: dict[int, dict[int, int]] = {}  # viewer -> audience version -> match version
+    for viewer in result["raw"]:
+        index = viewer if viewer >= 0 else match["seat_count"]
+        reached = built_at[viewer] = {0: 0}
+        for version, _events, audiences in replayed.history:
+            reached.setdefault(audiences[index], version)
     viewers = list(result["raw"])
     hidden: dict[int, list[frozenset[str]]] = {v: [frozenset(game.hidden_tokens(state, v))] for v in viewers}
     for row in log:
@@ -147,11 +158,11 @@ def _check(game_id: str, result: dict[str, Any], log: list[dict[str, Any]]) -> l
         for raw in raws:
             msg = orjson.loads(raw)
             if "version" in msg and isinstance(msg["version"], int):
-                current = msg["version"]
-            if msg.get("type") == "state":
+                current = built_at[viewer][msg["version"]]
+            if msg.get("type") in ("state", "delta"):
                 events = msg.pop("events", [])
                 for e in events:
-                    bad = _strings(e, set()) & hidden[viewer][e["v"]]
+                    bad = _strings(e, set()) & hidden[viewer][built_at[viewer][e["v"]]]
                     if bad:
                         leaks.append(f"viewer {viewer} event v{e['v']} {e['type']}: {sorted(bad)}")
             bad = _strings(msg, set()) & hidden[viewer][current]
@@ -183,8 +194,9 @@ async def test_no_hidden_card_reaches_any_socket(config, tmp_path):
             seats = cfg["seats"][i % len(cfg["seats"])]
             result = await _one_match(srv.url, game_id, seats, cfg["options"], i,
                                       admin if cfg.get("specials") else None)
-            log = (await admin.admin_log(result["match"]["id"]))["actions"]
-            leaks.extend(_check(game_id, result, log))
+            answer = await admin.admin_log(result["match"]["id"])
+            log = answer["actions"]
+            leaks.extend(_check(game_id, result, log, answer["initial_deadlines"]))
             specials_used[0] += sum(1 for row in log if (row.get("action") or {}).get("type") == "special")
             checked_messages += sum(len(r) for r in result["raw"].values())
 

@@ -60,12 +60,15 @@ async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -
 
 @router.get("/matches/{match_id}/log", responses=responses(401, 403, 404))
 async def match_log(match_id: MatchId, repo: RepoDep, admin: AdminDep) -> dict[str, Any]:
-    """The action log (403 ``seated_admin`` while the asking admin holds a seat in the running match)."""
+    """The action log, and the deadlines the match started with (what a replay needs to derive the
+    audience versions, ``app/runtime/audience.py``). 403 ``seated_admin`` while the asking admin
+    holds a seat in the running match."""
     m = await repo.match(match_id)
     if m is None:
         raise not_found("match")
     refuse_seated_admin(m, admin)
-    return {"match_id": match_id, "actions": await repo.actions(match_id)}
+    return {"match_id": match_id, "initial_deadlines": m.get("deadlines") or {},
+            "actions": await repo.actions(match_id)}
 
 
 @router.get("/matches/{match_id}/replay", responses=responses(401, 403, 404, 409))
