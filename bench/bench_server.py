@@ -13,8 +13,10 @@ What it does (results: ``docs/benchmarks/server.md``):
 3. Starts the load generator pinned to the other core (``taskset -c 1``): by default
    ``bench/loadgen/loadgen.mjs`` (Node.js + ws), or ``--generator python`` (same protocol, asyncio +
    websockets) to show whether Python could drive it. It opens 4 sockets per match (hello with each
-   seat's token); the seat on turn sends ``set_dealing`` (cycling modes) ``--dealing-per-turn``
-   times, then ``end_turn``; the other seats only receive.
+   seat's token and ``"deltas": true``, or false with ``--full-states``; each socket keeps its own
+   audience version from ``state``/``delta`` messages and resumes on a gap); the seat on turn sends
+   ``set_dealing`` (cycling modes) ``--dealing-per-turn`` times, then ``end_turn``; the other seats
+   only receive.
 4. Phases: warm-up; **closed loop** (every match keeps one action in flight: the maximum rate);
    **open loop** at ``--open-fraction`` (default 0.5) of the measured closed-loop rate, paced sends,
    for the latency at half load. For each phase: actions acked/s, latency percentiles, messages

@@ -70,9 +70,10 @@ function readInt(buf, pos) {
 const KEY_BASE = Buffer.from('"base":');
 
 function scanDelta(buf) {
-  // {"type":"delta","match_id":..,"base":B,"version":V,"patch":..
+  // {"type":"delta","match_id":..,"base":B,"version":V,"patch":.. (both keys come before the patch,
+  // so their first occurrences are the message's own in either order)
   const b = buf.indexOf(KEY_BASE);
-  const v = buf.indexOf(KEY_VERSION, b);
+  const v = buf.indexOf(KEY_VERSION);
   return { base: readInt(buf, b + KEY_BASE.length), version: readInt(buf, v + KEY_VERSION.length) };
 }
 
