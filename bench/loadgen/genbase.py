@@ -154,9 +154,19 @@ class SocketDoc:
         return True
 
 
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # a send on a socket the server closed: the reader reports the close
+
+
+def send(ws: Any, text: str) -> None:
+    """Send ``text`` on ``ws`` without waiting (a failure is reported by the socket's reader)."""
+    asyncio.ensure_future(ws.send(text)).add_done_callback(_retrieved)
+
+
 def resume(ws: Any, sd: SocketDoc) -> None:
     sd.resyncing = True
-    asyncio.ensure_future(ws.send(orjson.dumps({"type": "resume", "since_version": max(sd.version, 0)}).decode()))
+    send(ws, orjson.dumps({"type": "resume", "since_version": max(sd.version, 0)}).decode())
 
 
 class GenMatch(Protocol):

@@ -96,7 +96,7 @@ class Match:
         t = now()
         self.in_flight = (seat, seq, t, sched if sched is not None else t)
         text = orjson.dumps({"type": "act", "seq": seq, "action": action, "version": self.docs[seat].version}).decode()
-        gb.asyncio.ensure_future(self.sockets[seat].send(text))
+        gb.send(self.sockets[seat], text)
         if gb.phase:
             gb.phase.sent += 1
             gb.phase.by_type[action["type"]] = gb.phase.by_type.get(action["type"], 0) + 1
