@@ -18,11 +18,19 @@ One run measures, on the same machine and within minutes of each other:
   phases and Warrior's decisions inside attacks are played as a client plays them). Phases as in
   ``bench_server.py``: warm-up, closed loop (the maximum), open loop at half of that.
 
+The load generators ask for deltas (``"deltas": true`` in ``hello``; ``--full-states`` asks for full
+states) and keep each socket's audience version (docs/protocol.md "Deltas, audiences and versions");
+a server without deltas sends full states, which they take as before.
+
 Per game and mode it prints: actions per server CPU-second and its ratio to each reference room,
-bytes per socket per action (mean over the closed loop, and the median state message), p99
-action->ack at half of Bannerfall's own maximum, the event loop's worst lag and the worst cyclic-GC
-pause over the measured phases, server memory per idle socket and per live match (RSS deltas), the
-machine's load average. Only ratios within one run count: the machine may be shared.
+bytes per socket per action (mean over the closed loop: bytes the match's 4 seat sockets got ÷ 4 ÷
+actions; and the median size of the ``state``/``delta`` messages, the message a socket gets for one
+action), p99 action->ack at half of Bannerfall's own maximum, the event loop's worst lag and the
+worst cyclic-GC pause over the measured phases, server memory per idle socket and per live match
+(RSS deltas), the machine's load average. Then ``bench_spectators.py`` (``--spectators``, default
+10 and 1,000 spectators on one Provinces match, embedded mode): server CPU per action and its ratio.
+Last, every target of issue 11 item 5 (and item 2's spectator ratio) with PASS/FAIL (see
+:data:`TARGETS`). Only ratios within one run count: the machine may be shared.
 """
 from __future__ import annotations
 
@@ -42,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_server as bs
+import bench_spectators
 
 ROOT = bs.ROOT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -52,6 +61,17 @@ GAME_OPTIONS: dict[str, dict[str, Any]] = {
     "conquest": {"phase_seconds": 3600, "decision_seconds": 3600, "max_rounds": 1000},
     "warrior": {"phase_seconds": 3600, "decision_seconds": 600, "siege_seconds": 600},
 }
+
+
+#: issue 11 item 5 (and item 2): (key, label, limit); checked per game and mode by :func:`targets`
+TARGETS = (
+    ("cpu_ratio", "actions per server CPU-s ≥ 1.0× FastAPI (embedded), ≥ 0.8× (production)", None),
+    ("bytes", "median bytes per socket per action ≤ 1.5 KB (1,500 B; Provinces)", 1500.0),
+    ("p99", "p99 action→ack at half load ≤ 10 ms", 10.0),
+    ("lag", "event loop: no stall over 20 ms (worst lag)", 20.0),
+    ("socket", "≤ 25 KB per idle socket", 25.0),
+    ("match", "≤ 100 KB per live match", 100.0),
+)
 
 
 def port_open(port: int) -> bool:
@@ -193,7 +213,8 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         t_created = time.monotonic()
         kind = "bots" if game != "provinces" else ("node" if (bs.LOADGEN_DIR / "node_modules" / "ws").is_dir() else "python")
         cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "game": game, "deflate": False,
-               "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1}
+               "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1,
+               "full_states": args.full_states}
         gens.append(bs.Generator(kind, cfg, args.generator_core, work, hash(game) % 1000))
         ready = gens[0].read_event("ready")
         time.sleep(0.3)
@@ -221,6 +242,10 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             # each action reaches the 4 sockets of its own match
             "bytes_per_socket_per_action": c["bytes_in_window"] / 4 / max(1, c["acked_in_window"]),
             "median_state_bytes": c.get("median_state_bytes"), "mean_state_bytes": c.get("mean_state_bytes"),
+            # the median state/delta message: what one socket gets for one action it hears of
+            "median_update_bytes": c.get("median_update_bytes"), "mean_delta_bytes": c.get("mean_delta_bytes"),
+            "messages_in_window": c.get("messages_in_window"), "resumes": c.get("resumes"),
+            "measured_seconds": sum(p["seconds"] for p in measured),
             "p99_ms_closed": c["latency"]["p99_ms"],
             "open_rate": rate if "open" in phases else None,
             "p99_ms_half_load": phases["open"]["latency"]["p99_ms"] if "open" in phases else None,
@@ -248,8 +273,75 @@ def fmt(v: Any, spec: str = ".0f") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def fastapi_ratio(r: dict[str, Any], refs: dict[str, dict[str, Any]], ref: str = "fastapi") -> float | None:
+    v = refs.get(ref) or {}
+    if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s"):
+        return float(r["actions_per_server_cpu_s"]) / float(v["actions_per_server_cpu_s"])
+    return None
+
+
+def targets(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
+            spectators: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every target of :data:`TARGETS` per measured game and mode: ``{"game", "mode", "target",
+    "value", "limit", "pass"}`` (``pass`` None when there is no value to judge), then the spectator
+    ratio (issue 11 item 2: 1,000 spectators ≤ 2× the server CPU per action of 10)."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        if "error" in r:
+            continue
+        for key, label, limit in TARGETS:
+            value: float | None
+            if key == "cpu_ratio":
+                value, limit = fastapi_ratio(r, refs), (1.0 if r["mode"] == "embedded" else 0.8)
+                ok = None if value is None else value >= limit
+            else:
+                if key == "bytes" and r["game"] != "provinces":
+                    continue
+                value = {"bytes": r.get("median_update_bytes"), "p99": r.get("p99_ms_half_load"),
+                         "lag": r.get("loop_lag_max_ms"), "socket": r.get("kb_per_idle_socket"),
+                         "match": r.get("kb_per_live_match")}[key]
+                ok = None if value is None else value <= (limit or 0)
+            out.append({"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
+                        "limit": limit, "pass": ok})
+    if spectators and spectators.get("rows"):
+        a_b = spectators.get("ratio_of") or ["?", "?"]
+        out.append({"game": "provinces", "mode": "embedded", "key": "spectators",
+                    "target": f"server CPU per action, {a_b[1]} spectators ≤ 2× {a_b[0]} "
+                              f"(SPECTATOR_PATCH_SECONDS {spectators.get('patch_seconds')})",
+                    "value": spectators.get("ratio"), "limit": spectators.get("target"),
+                    "pass": None if spectators.get("ratio") is None else spectators.get("pass")})
+    return out
+
+
+def targets_table(checks: list[dict[str, Any]]) -> str:
+    lines = ["| target | game, mode | measured | limit | result |", "|---|---|---|---|---|"]
+    for c in checks:
+        v = c["value"]
+        shown = "–" if v is None else (f"{v:.2f}×" if c["key"] in ("cpu_ratio", "spectators") else f"{v:,.1f}")
+        verdict = "no value" if c["pass"] is None else ("PASS" if c["pass"] else "**FAIL**")
+        lines.append(f"| {c['target']} | {c['game']} {c['mode']} | {shown} | {'–' if c['limit'] is None else format(c['limit'], 'g')} | {verdict} |")
+    return "\n".join(lines)
+
+
+def spectators_table(res: dict[str, Any] | None) -> str:
+    if not res or not res.get("rows"):
+        return ""
+    lines = ["| spectators on one Provinces match | actions/s | server CPU % | server CPU ms per action | "
+             "bytes per spectator per action | messages per spectator per s | seat bytes/socket/action | "
+             "generator CPU % | load avg |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['spectators']} | failed: {r['error'][:80]} |" + " |" * 7)
+            continue
+        lines.append(f"| {r['spectators']} | {fmt(r['actions_per_s'])} | {fmt(r['server_cpu_pct'])} | "
+                     f"{fmt(r['server_cpu_ms_per_action'], '.2f')} | {fmt(r['spectator_bytes_per_spectator_per_action'])} | "
+                     f"{fmt(r['spectator_messages_per_spectator_per_s'], '.1f')} | {fmt(r['seat_bytes_per_socket_per_action'])} | "
+                     f"{fmt(r['generator_cpu_pct'])} | {r['loadavg_before'][0]:.1f} |")
+    return "\n".join(lines) + "\n\n" + bench_spectators.summary_line(res)
+
+
 def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state) "
+    lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state/delta message) "
               "| p99 ack at half load ms | loop worst lag ms | GC worst pause ms | KB per idle socket | KB per live match | load avg |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in refs.items():
@@ -270,7 +362,7 @@ def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| Bannerfall {r['game']} {r['mode']} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
             f"{fmt(r['actions_per_server_cpu_s'])} | {fmt(ratio.get('fastapi'), '.2f')} | {fmt(ratio.get('colyseus'), '.2f')} | "
-            f"{fmt(r['bytes_per_socket_per_action'])}; {fmt(r['median_state_bytes'])} | {fmt(r['p99_ms_half_load'], '.1f')} | "
+            f"{fmt(r['bytes_per_socket_per_action'])}; {fmt(r.get('median_update_bytes', r.get('median_state_bytes')))} | {fmt(r['p99_ms_half_load'], '.1f')} | "
             f"{fmt(r['loop_lag_max_ms'], '.1f')} | {fmt(r['gc_max_pause_ms'], '.1f')} | {fmt(r['kb_per_idle_socket'], '.1f')} | "
             f"{fmt(r['kb_per_live_match'], '.1f')} | {r['loadavg_before'][0]:.1f} |")
     return "\n".join(lines)
@@ -301,11 +393,16 @@ def main() -> None:
     ap.add_argument("--generator-core", type=int, default=1)
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--md-out", type=Path, default=None, help="write the table as markdown here too")
+    bench_spectators.add_arguments(ap)
+    ap.add_argument("--spectator-seconds", type=float, default=20.0, help="closed loop per spectator count")
+    ap.add_argument("--spectator-matches", type=int, default=20,
+                    help="live Provinces matches on the spectator runs' server (one is played)")
     args = ap.parse_args()
     if args.quick:
         args.matches, args.rooms = 4, 10
         args.warmup, args.seconds, args.open_seconds = 0.0, 1.5, 1.0
         args.ref_seconds, args.ref_warmup = 1.5, 0.5
+        args.spectator_seconds, args.spectator_matches = 2.0, 4
     bs.SERVER_CORE = args.server_core
     import resource
 
@@ -318,6 +415,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bannerfall-matrix-"))
     refs: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
+    spectators: dict[str, Any] | None = None
     try:
         for kind in [k for k in args.references.split(",") if k]:
             try:
@@ -327,11 +425,22 @@ def main() -> None:
             r = refs[kind]
             print(f"{kind} room: {fmt(r.get('actions_per_s'))} actions/s, {fmt(r.get('actions_per_server_cpu_s'))} "
                   f"per server CPU-s, generator CPU {fmt((r.get('loadgen_cpu') or 0) * 100)}% {r.get('error', '')}")
-        for mode in args.modes.split(","):
-            rows.extend(run_mode(mode, args.games.split(","), args, tmp))
+        for mode in [m for m in args.modes.split(",") if m]:
+            rows.extend(run_mode(mode, [g for g in args.games.split(",") if g], args, tmp))
+        if args.spectators.strip():
+            sargs = argparse.Namespace(spectators=args.spectators, patch_seconds=args.patch_seconds,
+                                       full_states=args.full_states, matches=args.spectator_matches,
+                                       warmup=0.0 if args.quick else 3.0, seconds=args.spectator_seconds,
+                                       generator="node", database_url=None, server_core=args.server_core,
+                                       generator_core=args.generator_core, wait_quiet=0.0)
+            spectators = bench_spectators.run_all(sargs, tmp / "spectators")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    checks = targets(refs, rows, spectators)
     md = table(refs, rows)
+    if spectators:
+        md += "\n\n" + spectators_table(spectators)
+    md += "\n\nTargets (issue 11 items 2 and 5; ratios within this run):\n\n" + targets_table(checks)
     print()
     print(md)
     print(f"\nload average at the end {os.getloadavg()}; whole run {time.monotonic() - t_start:.0f} s")
@@ -339,7 +448,8 @@ def main() -> None:
         args.md_out.write_text(md + "\n")
     if args.json_out:
         args.json_out.write_text(json.dumps({"machine": machine, "args": {k: str(v) for k, v in vars(args).items()},
-                                             "references": refs, "bannerfall": rows,
+                                             "references": refs, "bannerfall": rows, "spectators": spectators,
+                                             "targets": checks,
                                              "loadavg_end": os.getloadavg()}, indent=1, default=str))
 
 

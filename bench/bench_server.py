@@ -13,8 +13,10 @@ What it does (results: ``docs/benchmarks/server.md``):
 3. Starts the load generator pinned to the other core (``taskset -c 1``): by default
    ``bench/loadgen/loadgen.mjs`` (Node.js + ws), or ``--generator python`` (same protocol, asyncio +
    websockets) to show whether Python could drive it. It opens 4 sockets per match (hello with each
-   seat's token); the seat on turn sends ``set_dealing`` (cycling modes) ``--dealing-per-turn``
-   times, then ``end_turn``; the other seats only receive.
+   seat's token and ``"deltas": true``, or false with ``--full-states``; each socket keeps its own
+   audience version from ``state``/``delta`` messages and resumes on a gap); the seat on turn sends
+   ``set_dealing`` (cycling modes) ``--dealing-per-turn`` times, then ``end_turn``; the other seats
+   only receive.
 4. Phases: warm-up; **closed loop** (every match keeps one action in flight: the maximum rate);
    **open loop** at ``--open-fraction`` (default 0.5) of the measured closed-loop rate, paced sends,
    for the latency at half load. For each phase: actions acked/s, latency percentiles, messages
@@ -363,7 +365,15 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("sent", "acked", "acked_in_window", "acks_per_s", "sent_per_s", "bytes_in_window",
                 "matches_ended", "loadgen_cpu_s", "max_backlog"):
         out[key] = sum(r[key] for r in results)
-    for key in ("actions_by_type", "errors", "messages_in_window"):
+    for key in ("resumes", "spectators", "spectator_bytes_in_window", "spectator_resumes"):
+        if all(key in r for r in results):
+            out[key] = sum(r[key] or 0 for r in results)
+    for key in ("median_state_bytes", "median_update_bytes"):  # medians do not merge: the largest
+        vals = [r[key] for r in results if r.get(key) is not None]
+        out[key] = max(vals) if vals else None
+    for key in ("actions_by_type", "errors", "messages_in_window", "spectator_messages_in_window"):
+        if key not in results[0]:
+            continue
         c: Counter = Counter()
         for r in results:
             c.update(r[key])
@@ -514,6 +524,16 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
     return res
 
 
+def fmt_opt(v: float | None, spec: str = ".0f") -> str:
+    return "–" if v is None else format(v, spec)
+
+
+def bytes_per_socket_per_action(r: dict[str, Any], seats: int = 4) -> float:
+    """Bytes the seat sockets received in the window ÷ seats per match ÷ actions acked in it (every
+    action is one match's; its ``seats`` sockets are the ones that may hear of it)."""
+    return r["bytes_in_window"] / seats / max(1, r["acked_in_window"])
+
+
 def show(name: str, r: dict[str, Any]) -> None:
     lat = r["latency"]
     print(f"\n== {name}: {r['mode']} loop, {r['seconds']:.1f} s" + (f", target {r['target_rate']:.0f}/s" if r.get("target_rate") else ""))
@@ -527,7 +547,9 @@ def show(name: str, r: dict[str, Any]) -> None:
         print(f"  latency scheduled->ack ms: p50 {s['p50_ms']} p99 {s['p99_ms']} max {s['max_ms']}; "
               f"max backlog {r['max_backlog']}")
     print(f"  messages per ack {r['messages_per_ack']:.2f} {r['messages_in_window']}, mean state "
-          f"{r['mean_state_bytes']:.0f} B, actions {r['actions_by_type']}, errors {r['errors'] or 'none'}")
+          f"{r['mean_state_bytes']:.0f} B, mean delta {fmt_opt(r.get('mean_delta_bytes'))} B, median state/delta "
+          f"{fmt_opt(r.get('median_update_bytes'))} B, bytes per socket per action {bytes_per_socket_per_action(r):.0f}, "
+          f"resumes {r.get('resumes', 0)}, actions {r['actions_by_type']}, errors {r['errors'] or 'none'}")
     sp = r["server_sched_pct"]
     print(f"  server time: running {sp['running']:.0f}%, waiting for a CPU {sp['waiting_for_cpu']:.0f}%, "
           f"blocked/idle {sp['blocked_or_idle']:.0f}% (summed over threads, from schedstat)")
@@ -607,6 +629,9 @@ def main() -> None:
     ap.add_argument("--generators", type=int, default=1, help="generator processes (all on the generator core)")
     ap.add_argument("--parse", choices=("actor", "all", "scan"), default="actor",
                     help="what the generator JSON-parses (see loadgen.mjs)")
+    ap.add_argument("--full-states", action="store_true",
+                    help='hello with "deltas": false: a full state per change, as before the deltas '
+                         "(default: ask for deltas; a server without them sends states anyway)")
     ap.add_argument("--deflate", action=argparse.BooleanOptionalAction, default=False,
                     help="permessage-deflate: the server offers it (BANNERFALL_WS_COMPRESSION=true) and the "
                          "clients ask for it, as browsers do; off by default like the server")
@@ -681,7 +706,8 @@ def main() -> None:
         chunks = [specs[i::args.generators] for i in range(args.generators)]
         for i, chunk in enumerate(chunks):
             cfg = {"url": ws_url, "matches": chunk, "deflate": args.deflate, "parse": args.parse,
-                   "dealing_per_turn": args.dealing_per_turn, "connect_concurrency": 32}
+                   "dealing_per_turn": args.dealing_per_turn, "connect_concurrency": 32,
+                   "full_states": args.full_states}
             gens.append(Generator(args.generator, cfg, args.generator_core, tmp, i, nice=args.nice))
         ready = [g.read_event("ready") for g in gens]
         report["sockets_with_deflate"] = sum(r.get("deflate_negotiated", 0) for r in ready)

@@ -4,9 +4,12 @@
 //
 // CONFIG: {"url": "ws://127.0.0.1:PORT", "matches": [{"id": MATCH_ID, "tokens": [t0, t1, t2, t3]}],
 //          "deflate": bool, "dealing_per_turn": int, "parse": "actor" | "all" | "scan",
-//          "connect_concurrency": int}
+//          "connect_concurrency": int, "full_states": bool,
+//          "spectators": {"match": MATCH_ID, "tokens": [t, ...], "count": n}}
 //
-// Opens one socket per seat (hello with that seat's token), then reads commands from stdin, one
+// Opens one socket per seat (hello with that seat's token and "deltas": true, or false with
+// "full_states"), plus `spectators.count` sockets with "as": "spectator" on one match (tokens used
+// round-robin; they only read: counted apart as spectator_*), then reads commands from stdin, one
 // JSON object per line, and answers each with one JSON line on stdout:
 //   {"cmd": "run", "mode": "closed", "seconds": S}          every idle match sends its next action
 //                                                            as soon as the previous one is acked and
@@ -22,6 +25,17 @@
 // "actor" JSON-parses acks/errors and the states arriving on the acting seat's socket and only scans
 // the others (type, version and the first prompt's seat are read from the raw bytes: the server's
 // key order is fixed), "all" parses everything, "scan" parses nothing but acks/errors.
+//
+// Deltas (docs/protocol.md "Deltas, audiences and versions"): versions are per audience, so each
+// seat's socket keeps its own version and its own {status, prompts} (and the view with "all"); a
+// `state` always resets them (servers that send only states work unchanged), a `delta` whose base is
+// the held version is applied (tiny add/remove/replace applier below; operations under /view are
+// skipped unless the view is kept) and moves the version; any other base, or a patch that does not
+// apply, sends {"type":"resume","since_version": held} and ignores deltas until the next state. With
+// deltas on, states are always parsed (they are rare); deltas are always parsed (they are small).
+// A match is idle when the ack of its last action is in, the actor's socket holds that version, and
+// the seat on turn has seen its own prompt on its own socket. Spectator sockets only scan base and
+// version (and resume on a gap).
 import fs from "node:fs";
 import readline from "node:readline";
 import { performance } from "node:perf_hooks";
@@ -31,6 +45,8 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const MODES = ["evenly", "randomly", "most_unevenly"];
 const parseMode = cfg.parse || "actor";
 const dealingPerTurn = cfg.dealing_per_turn ?? 1;
+const wantDeltas = !cfg.full_states;
+const keepView = parseMode === "all";
 
 function out(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
@@ -49,6 +65,65 @@ function readInt(buf, pos) {
     c = buf[++pos];
   }
   return n;
+}
+
+const KEY_BASE = Buffer.from('"base":');
+
+function scanDelta(buf) {
+  // {"type":"delta","match_id":..,"base":B,"version":V,"patch":.. (both keys come before the patch,
+  // so their first occurrences are the message's own in either order)
+  const b = buf.indexOf(KEY_BASE);
+  const v = buf.indexOf(KEY_VERSION);
+  return { base: readInt(buf, b + KEY_BASE.length), version: readInt(buf, v + KEY_VERSION.length) };
+}
+
+// ---------------------------------------------------------------------------- RFC 6902 (add/remove/replace)
+class PatchError extends Error {}
+
+function unescapeToken(t) {
+  return t.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+function listIndex(token, highest) {
+  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw new PatchError(`bad index ${token}`);
+  const i = Number(token);
+  if (i > highest) throw new PatchError(`index ${i} out of range`);
+  return i;
+}
+
+// Applies `ops` to `doc` in place and returns the document (a whole-document op replaces it).
+function applyPatch(doc, ops) {
+  for (const op of ops) {
+    if (op.path === "") {
+      if (op.op === "add" || op.op === "replace") { doc = structuredClone(op.value); continue; }
+      throw new PatchError("cannot remove the document");
+    }
+    const tokens = op.path.slice(1).split("/").map(unescapeToken);
+    let node = doc;
+    for (const t of tokens.slice(0, -1)) {
+      if (Array.isArray(node)) node = node[listIndex(t, node.length - 1)];
+      else if (node !== null && typeof node === "object" && t in node) node = node[t];
+      else throw new PatchError(`no ${t} in ${op.path}`);
+    }
+    const key = tokens[tokens.length - 1];
+    const value = op.value === undefined ? undefined : structuredClone(op.value);
+    if (Array.isArray(node)) {
+      if (op.op === "add") {
+        if (key === "-") node.push(value);
+        else node.splice(listIndex(key, node.length), 0, value);
+      } else if (op.op === "replace") node[listIndex(key, node.length - 1)] = value;
+      else if (op.op === "remove") node.splice(listIndex(key, node.length - 1), 1);
+      else throw new PatchError(`unsupported op ${op.op}`);
+    } else if (node !== null && typeof node === "object") {
+      if (op.op === "add") node[key] = value;
+      else if (op.op === "replace" || op.op === "remove") {
+        if (!(key in node)) throw new PatchError(`nothing at ${op.path}`);
+        if (op.op === "replace") node[key] = value;
+        else delete node[key];
+      } else throw new PatchError(`unsupported op ${op.op}`);
+    } else throw new PatchError(`${op.path} goes through a scalar`);
+  }
+  return doc;
 }
 
 function scanState(buf) {
@@ -78,16 +153,33 @@ class Phase {
     this.errors = {};
     this.lat = [];
     this.schedLat = [];
-    this.msgs = { ack: 0, state: 0, error: 0, ended: 0, other: 0 };
+    this.msgs = { ack: 0, state: 0, delta: 0, error: 0, ended: 0, other: 0 };
     this.bytes = 0;
     this.stateBytes = 0;
+    this.deltaBytes = 0;
     this.stateSizes = [];
+    this.updateSizes = [];
+    this.resumes = 0;
+    this.specMsgs = { state: 0, delta: 0, other: 0 };
+    this.specBytes = 0;
+    this.specResumes = 0;
     this.byType = {};
     this.backlog = [];
     this.maxBacklog = 0;
     this.ended = 0;
     this.cpu0 = process.cpuUsage();
     this.eluStart = performance.eventLoopUtilization();
+  }
+
+  countUpdate(kind, size) {
+    this.msgs[kind]++;
+    if (kind === "state") {
+      this.stateBytes += size;
+      if (this.stateSizes.length < 200000) this.stateSizes.push(size);
+    } else {
+      this.deltaBytes += size;
+    }
+    if (this.updateSizes.length < 200000) this.updateSizes.push(size);
   }
 }
 
@@ -103,23 +195,48 @@ class Match {
     this.sockets = [];
     this.seqs = spec.tokens.map(() => 0);
     this.modes = spec.tokens.map(() => 0);
-    this.version = -1;
+    // per seat socket: audience version, {status, prompts[, view]}, waiting for a resume's state
+    this.versions = spec.tokens.map(() => -1);
+    this.docs = spec.tokens.map(() => ({ prompts: [] }));
+    this.resyncing = spec.tokens.map(() => false);
+    this.lastActor = 0;
     this.needVersion = 0;
-    this.seatOnTurn = null;
     this.turnSeat = null;
     this.turnActions = 0;
     this.inFlight = null;
     this.ended = false;
-    this.resync = false;
     this.queued = false;
   }
 
-  isIdle() {
-    return !this.ended && this.inFlight === null && this.version >= this.needVersion && this.seatOnTurn !== null;
+  onTurn(seat) {
+    // the seat on turn as seat `seat`'s socket last saw it
+    const prompts = this.docs[seat].prompts;
+    return prompts && prompts.length ? prompts[0].seat : null;
   }
 
-  nextAction() {
-    const seat = this.seatOnTurn;
+  actor() {
+    for (let s = 0; s < this.tokens.length; s++) if (!this.resyncing[s] && this.onTurn(s) === s) return s;
+    return null;
+  }
+
+  isIdle() {
+    return !this.ended && this.inFlight === null && this.versions[this.lastActor] >= this.needVersion
+      && this.actor() !== null;
+  }
+
+  setState(seat, msg) {
+    this.versions[seat] = msg.version;
+    this.resyncing[seat] = false;
+    this.docs[seat] = keepView ? { status: msg.status, prompts: msg.prompts, view: msg.view }
+                               : { status: msg.status, prompts: msg.prompts };
+  }
+
+  resume(seat) {
+    this.resyncing[seat] = true;
+    this.sockets[seat].send(JSON.stringify({ type: "resume", since_version: Math.max(this.versions[seat], 0) }));
+  }
+
+  nextAction(seat) {
     if (this.turnSeat !== seat) {
       this.turnSeat = seat;
       this.turnActions = 0;
@@ -135,16 +252,18 @@ class Match {
   }
 
   send(schedTime) {
-    const seat = this.seatOnTurn;
-    const action = this.nextAction();
+    const seat = this.actor();
+    if (seat === null) return false;
+    const action = this.nextAction(seat);
     const seq = ++this.seqs[seat];
     const now = performance.now();
     this.inFlight = { seat, seq, t: now, sched: schedTime ?? now, type: action.type };
-    this.sockets[seat].send(JSON.stringify({ type: "act", seq, action, version: this.version }));
+    this.sockets[seat].send(JSON.stringify({ type: "act", seq, action, version: this.versions[seat] }));
     if (phase) {
       phase.sent++;
       phase.byType[action.type] = (phase.byType[action.type] || 0) + 1;
     }
+    return true;
   }
 
   dispatch() {
@@ -152,7 +271,8 @@ class Match {
     if (phase.mode === "closed") {
       this.send();
     } else if (phase.backlog.length) {
-      this.send(phase.backlog.shift());
+      const sched = phase.backlog.shift();
+      if (!this.send(sched)) phase.backlog.unshift(sched);
     } else if (!this.queued) {
       this.queued = true;
       idle.push(this);
@@ -164,25 +284,39 @@ class Match {
     const p = phase;
     if (p) p.bytes += buf.length;
     if (c === 115 /* s: state */) {
-      let version, promptSeat;
-      if (parseMode === "all" || (parseMode === "actor" && this.inFlight === null && seat === this.seatOnTurn)) {
-        const msg = JSON.parse(buf.toString());
-        version = msg.version;
-        promptSeat = msg.prompts.length ? msg.prompts[0].seat : null;
+      if (p) p.countUpdate("state", buf.length);
+      if (wantDeltas || parseMode === "all" || (parseMode === "actor" && this.inFlight === null && seat === this.onTurn(seat))) {
+        this.setState(seat, JSON.parse(buf.toString()));
       } else {
-        ({ version, seat: promptSeat } = scanState(buf));
+        const { version, seat: promptSeat } = scanState(buf);
+        this.versions[seat] = version;
+        this.resyncing[seat] = false;
+        this.docs[seat] = { prompts: promptSeat === null ? [] : [{ seat: promptSeat }] };
       }
-      if (p) {
-        p.msgs.state++;
-        p.stateBytes += buf.length;
-        if (p.stateSizes.length < 200000) p.stateSizes.push(buf.length);
+      this.dispatch();
+      return;
+    }
+    if (c === 100 /* d: delta */) {
+      if (p) p.countUpdate("delta", buf.length);
+      if (this.resyncing[seat]) return; // a resume is under way: its state resets everything
+      const msg = JSON.parse(buf.toString());
+      let ok = msg.base === this.versions[seat];
+      if (ok) {
+        try {
+          const ops = keepView ? msg.patch : msg.patch.filter((op) => !op.path.startsWith("/view"));
+          this.docs[seat] = applyPatch(this.docs[seat], ops);
+        } catch (err) {
+          if (!(err instanceof PatchError) && !(err instanceof TypeError)) throw err;
+          ok = false;
+        }
       }
-      if (version > this.version || this.resync) {
-        this.resync = false;
-        this.version = version;
-        this.seatOnTurn = promptSeat;
-        this.dispatch();
+      if (ok) {
+        this.versions[seat] = msg.version;
+      } else {
+        if (p) p.resumes++;
+        this.resume(seat);
       }
+      this.dispatch();
       return;
     }
     if (c === 97 /* a: ack */) {
@@ -200,6 +334,7 @@ class Match {
           }
         }
         this.inFlight = null;
+        this.lastActor = seat;
         this.needVersion = msg.version;
         this.dispatch();
       }
@@ -223,9 +358,8 @@ class Match {
       if (f && f.seat === seat && f.seq === msg.seq) {
         // our picture of the match was wrong: ask for a fresh state and go on from it
         this.inFlight = null;
-        this.resync = true;
         this.turnSeat = null;
-        this.sockets[seat].send(JSON.stringify({ type: "resume", since_version: Math.max(this.version, 0) }));
+        this.resume(seat);
       }
     } else if (p) {
       p.msgs.other++;
@@ -239,7 +373,7 @@ function connect(match, seat) {
     const ws = new WebSocket(`${cfg.url}/ws/matches/${match.id}`, { perMessageDeflate: !!cfg.deflate });
     let first = true;
     const timer = setTimeout(() => reject(new Error(`connect timeout ${match.id}/${seat}`)), 60000);
-    ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token: match.tokens[seat] })));
+    ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token: match.tokens[seat], deltas: wantDeltas })));
     ws.on("message", (data) => {
       if (first) {
         first = false;
@@ -248,10 +382,7 @@ function connect(match, seat) {
         if (msg.type !== "state") return reject(new Error(`hello answered with ${data.toString().slice(0, 200)}`));
         if (msg.seat !== seat) return reject(new Error(`socket ${seat} got seat ${msg.seat}`));
         if (String(ws.extensions).includes("permessage-deflate")) deflated++;
-        if (msg.version > match.version) {
-          match.version = msg.version;
-          match.seatOnTurn = msg.prompts.length ? msg.prompts[0].seat : null;
-        }
+        match.setState(seat, msg);
         resolve();
         return;
       }
@@ -269,6 +400,62 @@ function connect(match, seat) {
 }
 
 let deflated = 0;
+const spectatorSockets = [];
+
+// A spectator socket: counts what it gets, keeps its audience version (scanned from the raw bytes),
+// resumes on a gap. Never acts.
+function connectSpectator(matchId, token) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${cfg.url}/ws/matches/${matchId}`, { perMessageDeflate: !!cfg.deflate });
+    let first = true;
+    let version = -1;
+    let resyncing = false;
+    const timer = setTimeout(() => reject(new Error(`spectator connect timeout ${matchId}`)), 60000);
+    ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token, as: "spectator", deltas: wantDeltas })));
+    ws.on("message", (buf) => {
+      if (first) {
+        first = false;
+        clearTimeout(timer);
+        const msg = JSON.parse(buf.toString());
+        if (msg.type !== "state" || msg.viewer !== "spectator") {
+          return reject(new Error(`spectator hello answered with ${buf.toString().slice(0, 200)}`));
+        }
+        version = msg.version;
+        resolve();
+        return;
+      }
+      const p = phase;
+      if (p) p.specBytes += buf.length;
+      const c = buf[9];
+      if (c === 115 /* state */) {
+        if (p) p.specMsgs.state++;
+        version = scanState(buf).version;
+        resyncing = false;
+      } else if (c === 100 /* delta */) {
+        if (p) p.specMsgs.delta++;
+        if (resyncing) return;
+        const d = scanDelta(buf);
+        if (d.base === version) {
+          version = d.version;
+        } else {
+          if (p) p.specResumes++;
+          resyncing = true;
+          ws.send(JSON.stringify({ type: "resume", since_version: Math.max(version, 0) }));
+        }
+      } else if (p) {
+        p.specMsgs.other++;
+      }
+    });
+    ws.on("error", (err) => {
+      if (first) reject(err);
+      else out({ event: "socket_error", match: matchId, spectator: true, error: String(err) });
+    });
+    ws.on("close", (code) => {
+      if (!quitting) out({ event: "socket_closed", match: matchId, spectator: true, code });
+    });
+    spectatorSockets.push(ws);
+  });
+}
 
 async function connectAll() {
   const jobs = [];
@@ -285,7 +472,22 @@ async function connectAll() {
     })());
   }
   await Promise.all(workers);
-  return { sockets: jobs.length, connect_s: (performance.now() - t0) / 1000, deflate_negotiated: deflated };
+  const spec = cfg.spectators;
+  if (spec && spec.count) {
+    let nextSpec = 0;
+    const specWorkers = [];
+    for (let w = 0; w < (cfg.connect_concurrency || 32); w++) {
+      specWorkers.push((async () => {
+        while (nextSpec < spec.count) {
+          const i = nextSpec++;
+          await connectSpectator(spec.match, spec.tokens[i % spec.tokens.length]);
+        }
+      })());
+    }
+    await Promise.all(specWorkers);
+  }
+  return { sockets: jobs.length, spectators: spectatorSockets.length, connect_s: (performance.now() - t0) / 1000,
+           deflate_negotiated: deflated, deltas_requested: wantDeltas };
 }
 
 // ---------------------------------------------------------------------------- running
@@ -340,7 +542,11 @@ function run(cmd) {
       const msgsInWindow = { ...p.msgs };
       const bytesInWindow = p.bytes;
       const stateBytes = p.stateBytes;
+      const deltaBytes = p.deltaBytes;
       const sizes = Int32Array.from(p.stateSizes).sort();
+      const updateSizes = Int32Array.from(p.updateSizes).sort();
+      const specBytes = p.specBytes;
+      const specMsgs = { ...p.specMsgs };
       // let in-flight actions finish (their latencies count), then report
       const drainStart = performance.now();
       const drain = setInterval(() => {
@@ -356,6 +562,10 @@ function run(cmd) {
             messages_in_window: msgsInWindow, messages_per_ack: totalMsgs / Math.max(1, p.ackedInWindow),
             bytes_in_window: bytesInWindow, mean_state_bytes: stateBytes / Math.max(1, msgsInWindow.state),
             median_state_bytes: sizes.length ? sizes[sizes.length >> 1] : null,
+            mean_delta_bytes: msgsInWindow.delta ? deltaBytes / msgsInWindow.delta : null,
+            median_update_bytes: updateSizes.length ? updateSizes[updateSizes.length >> 1] : null,
+            resumes: p.resumes, spectators: spectatorSockets.length, spectator_bytes_in_window: specBytes,
+            spectator_messages_in_window: specMsgs, spectator_resumes: p.specResumes,
             latency: summary(p.lat), sched_latency: p.mode === "open" ? summary(p.schedLat) : null,
             max_backlog: p.maxBacklog, matches_ended: p.ended, in_flight_left: busy,
             loadgen_cpu_s: (cpu.user + cpu.system) / 1e6, loadgen_event_loop_utilization: elu.utilization,
@@ -385,6 +595,7 @@ async function main() {
   }
   quitting = true;
   for (const m of matches) for (const ws of m.sockets) ws.terminate();
+  for (const ws of spectatorSockets) ws.terminate();
   out({ event: "bye" });
   process.exit(0);
 }

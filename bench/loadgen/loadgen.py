@@ -1,29 +1,29 @@
 """Python twin of loadgen.mjs (same config, same stdin/stdout line protocol): asyncio + websockets +
 orjson (+ uvloop when installed). Used by ``bench/bench_server.py --generator python`` to measure
-whether Python on one core can drive the server; see loadgen.mjs for the protocol."""
+whether Python on one core can drive the server; see loadgen.mjs for the workload and
+``genbase.py`` for what the Python generators share (deltas, versions, resume, spectators).
+
+Provinces only: the seat on turn plays ``set_dealing`` (cycling the modes) ``dealing_per_turn``
+times, then ``end_turn``. Each seat's socket keeps its own audience version and prompts (from its
+``state`` and ``delta`` messages); a match is idle when the ``ack`` of its last action is in, the
+actor's socket holds that version, and the seat on turn has seen its own prompt on its own socket.
+"""
 from __future__ import annotations
 
-import asyncio
-import json
-import math
 import sys
-import time
-from collections import deque
+from pathlib import Path
 from typing import Any
 
 import orjson
-from websockets.asyncio.client import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import genbase as gb
 
 MODES = ("evenly", "randomly", "most_unevenly")
-cfg = json.loads(open(sys.argv[1]).read())
+cfg = gb.load_config(sys.argv[1])
 PARSE = cfg.get("parse", "actor")
 DEALING = cfg.get("dealing_per_turn", 1)
-now = time.perf_counter
-
-
-def out(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+now = gb.now
 
 
 def read_int(s: str, pos: int) -> int:
@@ -34,6 +34,7 @@ def read_int(s: str, pos: int) -> int:
 
 
 def scan_state(s: str) -> tuple[int, int | None]:
+    """(version, seat of the first prompt) of a ``state`` from its raw text (the key order is fixed)."""
     v = s.index('"version":')
     version = read_int(s, v + 10)
     p = s.find('"prompts":[', v)
@@ -43,52 +44,39 @@ def scan_state(s: str) -> tuple[int, int | None]:
     return version, seat
 
 
-class Phase:
-    def __init__(self, mode: str, seconds: float, rate: float | None) -> None:
-        self.mode, self.seconds, self.rate = mode, seconds, rate or 0.0
-        self.t0 = now()
-        self.t_end = self.t0 + seconds
-        self.sending = True
-        self.sent = self.acked = self.acked_in_window = 0
-        self.errors: dict[str, int] = {}
-        self.lat: list[float] = []
-        self.sched_lat: list[float] = []
-        self.msgs = {"ack": 0, "state": 0, "error": 0, "ended": 0, "other": 0}
-        self.bytes = self.state_bytes = 0
-        self.by_type: dict[str, int] = {}
-        self.backlog: deque[float] = deque()
-        self.max_backlog = 0
-        self.ended = 0
-        self.cpu0 = time.process_time()
-
-
-phase: Phase | None = None
-idle: deque["Match"] = deque()
-
-
 class Match:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.id = spec["id"]
         self.tokens = spec["tokens"]
-        self.sockets: list[Any] = [None] * len(self.tokens)
-        self.seqs = [0] * len(self.tokens)
-        self.modes = [0] * len(self.tokens)
-        self.version = -1
+        n = len(self.tokens)
+        self.sockets: list[Any] = [None] * n
+        self.docs = [gb.SocketDoc(keep="prompts") for _ in range(n)]
+        self.seqs = [0] * n
+        self.modes = [0] * n
+        self.last_actor = 0
         self.need_version = 0
-        self.seat_on_turn: int | None = None
         self.turn_seat: int | None = None
         self.turn_actions = 0
         self.in_flight: tuple[int, int, float, float] | None = None
         self.ended = False
-        self.resync = False
         self.queued = False
 
-    def is_idle(self) -> bool:
-        return (not self.ended and self.in_flight is None and self.version >= self.need_version
-                and self.seat_on_turn is not None)
+    def on_turn(self, seat: int) -> int | None:
+        """The seat on turn as seat ``seat``'s socket last saw it."""
+        prompts = self.docs[seat].prompts
+        return prompts[0]["seat"] if prompts else None
 
-    def next_action(self) -> dict[str, Any]:
-        seat = self.seat_on_turn
+    def actor(self) -> int | None:
+        for seat in range(len(self.tokens)):
+            if self.on_turn(seat) == seat:
+                return seat
+        return None
+
+    def is_idle(self) -> bool:
+        return (not self.ended and self.in_flight is None
+                and self.docs[self.last_actor].version >= self.need_version and self.actor() is not None)
+
+    def next_action(self, seat: int) -> dict[str, Any]:
         if self.turn_seat != seat:
             self.turn_seat, self.turn_actions = seat, 0
         if self.turn_actions < DEALING:
@@ -98,50 +86,65 @@ class Match:
         self.turn_actions, self.turn_seat = 0, None
         return {"type": "end_turn"}
 
-    def send(self, sched: float | None = None) -> None:
-        seat = self.seat_on_turn
-        action = self.next_action()
+    def send(self, sched: float | None = None) -> bool:
+        seat = self.actor()
+        if seat is None:
+            return False
+        action = self.next_action(seat)
         self.seqs[seat] += 1
         seq = self.seqs[seat]
         t = now()
         self.in_flight = (seat, seq, t, sched if sched is not None else t)
-        text = orjson.dumps({"type": "act", "seq": seq, "action": action, "version": self.version}).decode()
-        asyncio.ensure_future(self.sockets[seat].send(text))
-        if phase:
-            phase.sent += 1
-            phase.by_type[action["type"]] = phase.by_type.get(action["type"], 0) + 1
+        text = orjson.dumps({"type": "act", "seq": seq, "action": action, "version": self.docs[seat].version}).decode()
+        gb.send(self.sockets[seat], text)
+        if gb.phase:
+            gb.phase.sent += 1
+            gb.phase.by_type[action["type"]] = gb.phase.by_type.get(action["type"], 0) + 1
+        return True
 
     def dispatch(self) -> None:
-        p = phase
+        p = gb.phase
         if p is None or not p.sending or not self.is_idle():
             return
         if p.mode == "closed":
             self.send()
         elif p.backlog:
-            self.send(p.backlog.popleft())
+            sched = p.backlog.popleft()
+            if not self.send(sched):
+                p.backlog.appendleft(sched)
         elif not self.queued:
             self.queued = True
-            idle.append(self)
+            gb.idle.append(self)
+
+    def on_first(self, seat: int, msg: dict[str, Any]) -> None:
+        self.docs[seat].on_state(msg)
 
     def on_message(self, seat: int, text: str) -> None:
-        p = phase
+        p = gb.phase
         if p:
             p.bytes += len(text)
         c = text[9]
-        if c == "s":
-            if PARSE == "all" or (PARSE == "actor" and self.in_flight is None and seat == self.seat_on_turn):
-                msg = orjson.loads(text)
-                version = msg["version"]
-                prompt_seat = msg["prompts"][0]["seat"] if msg["prompts"] else None
+        sd = self.docs[seat]
+        if c == "s":  # state: always resets this socket's version and prompts
+            if p:
+                p.count_update("state", len(text))
+            if PARSE == "all" or gb.deltas_wanted() or (PARSE == "actor" and self.in_flight is None
+                                                         and seat == self.on_turn(seat)):
+                sd.on_state(orjson.loads(text))
             else:
                 version, prompt_seat = scan_state(text)
+                sd.version, sd.resyncing = version, False
+                sd.doc = {"prompts": [{"seat": prompt_seat}] if prompt_seat is not None else []}
+            self.dispatch()
+            return
+        if c == "d":  # delta
             if p:
-                p.msgs["state"] += 1
-                p.state_bytes += len(text)
-            if version > self.version or self.resync:
-                self.resync = False
-                self.version, self.seat_on_turn = version, prompt_seat
-                self.dispatch()
+                p.count_update("delta", len(text))
+            if not sd.on_delta(orjson.loads(text)):
+                if p:
+                    p.resumes += 1
+                gb.resume(self.sockets[seat], sd)
+            self.dispatch()
             return
         if c == "a":
             msg = orjson.loads(text)
@@ -159,7 +162,7 @@ class Match:
                         if p.mode == "open":
                             p.sched_lat.append((t - f[3]) * 1000)
                 self.in_flight = None
-                self.need_version = msg["version"]
+                self.last_actor, self.need_version = seat, msg["version"]
                 self.dispatch()
             return
         if c == "e" and text[10] == "n":
@@ -171,157 +174,20 @@ class Match:
         msg = orjson.loads(text)
         if msg.get("type") == "error":
             if p:
-                p.msgs["error"] += 1
-                p.errors[msg["code"]] = p.errors.get(msg["code"], 0) + 1
+                p.count_error(msg["code"])
             f = self.in_flight
             if f and f[0] == seat and f[1] == msg.get("seq"):
+                # our picture of the match was wrong: ask for a fresh state and go on from it
                 self.in_flight = None
-                self.resync = True
                 self.turn_seat = None
-                asyncio.ensure_future(self.sockets[seat].send(
-                    orjson.dumps({"type": "resume", "since_version": max(self.version, 0)}).decode()))
+                gb.resume(self.sockets[seat], sd)
         elif p:
             p.msgs["other"] += 1
 
 
-async def connect_one(m: Match, seat: int) -> None:
-    ws = await connect(f"{cfg['url']}/ws/matches/{m.id}", compression="deflate" if cfg.get("deflate") else None,
-                       max_size=2**24, open_timeout=60)
-    await ws.send(orjson.dumps({"type": "hello", "token": m.tokens[seat]}).decode())
-    first = orjson.loads(await ws.recv())
-    if first.get("type") != "state" or first.get("seat") != seat:
-        raise RuntimeError(f"hello answered with {str(first)[:200]}")
-    if first["version"] > m.version:
-        m.version = first["version"]
-        m.seat_on_turn = first["prompts"][0]["seat"] if first["prompts"] else None
-    m.sockets[seat] = ws
-    if any(getattr(e, "name", "") == "permessage-deflate" for e in ws.protocol.extensions):
-        deflated[0] += 1
-
-    async def reader() -> None:
-        try:
-            async for text in ws:
-                m.on_message(seat, text)
-        except Exception as exc:  # noqa: BLE001
-            if not quitting:
-                out({"event": "socket_closed", "match": m.id, "seat": seat, "error": repr(exc)})
-
-    asyncio.ensure_future(reader())
-
-
-def summary(values: list[float]) -> dict[str, Any]:
-    s = sorted(values)
-
-    def pct(q: float) -> float | None:
-        if not s:
-            return None
-        return round(s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))], 3)
-
-    return {"n": len(s), "mean_ms": round(sum(s) / len(s), 3) if s else None, "p50_ms": pct(0.5),
-            "p90_ms": pct(0.9), "p99_ms": pct(0.99), "p999_ms": pct(0.999), "max_ms": round(s[-1], 3) if s else None}
-
-
-async def run(cmd: dict[str, Any], matches: list[Match]) -> dict[str, Any]:
-    global phase
-    p = phase = Phase(cmd["mode"], cmd["seconds"], cmd.get("rate"))
-    idle.clear()
-    for m in matches:
-        m.queued = False
-    for m in matches:
-        m.dispatch()
-    if p.mode == "open":
-        k = 0
-        while True:
-            t = now()
-            if t >= p.t_end:
-                break
-            while p.t0 + k / p.rate <= t:
-                sched = p.t0 + k / p.rate
-                k += 1
-                m = None
-                while idle:
-                    cand = idle.popleft()
-                    cand.queued = False
-                    if cand.is_idle():
-                        m = cand
-                        break
-                if m:
-                    m.send(sched)
-                else:
-                    p.backlog.append(sched)
-            p.max_backlog = max(p.max_backlog, len(p.backlog))
-            await asyncio.sleep(0.001)
-    else:
-        await asyncio.sleep(p.seconds)
-    p.sending = False
-    cpu = time.process_time() - p.cpu0
-    window = now() - p.t0
-    msgs = dict(p.msgs)
-    nbytes, state_bytes = p.bytes, p.state_bytes
-    drain = now()
-    while any(m.in_flight is not None and not m.ended for m in matches) and now() - drain < 10:
-        await asyncio.sleep(0.005)
-    busy = any(m.in_flight is not None and not m.ended for m in matches)
-    phase = None
-    return {"event": "result", "mode": p.mode, "seconds": window, "target_rate": p.rate or None,
-            "sent": p.sent, "acked": p.acked, "acked_in_window": p.acked_in_window,
-            "acks_per_s": p.acked_in_window / window, "sent_per_s": p.sent / window,
-            "actions_by_type": p.by_type, "errors": p.errors, "messages_in_window": msgs,
-            "messages_per_ack": sum(msgs.values()) / max(1, p.acked_in_window), "bytes_in_window": nbytes,
-            "mean_state_bytes": state_bytes / max(1, msgs["state"]), "latency": summary(p.lat),
-            "sched_latency": summary(p.sched_lat) if p.mode == "open" else None, "max_backlog": p.max_backlog,
-            "matches_ended": p.ended, "in_flight_left": busy, "loadgen_cpu_s": cpu,
-            "loadgen_event_loop_utilization": None}
-
-
-quitting = False
-deflated = [0]
-
-
 async def main() -> None:
-    global quitting
-    matches = [Match(s) for s in cfg["matches"]]
-    t0 = now()
-    sem = asyncio.Semaphore(cfg.get("connect_concurrency", 32))
-
-    async def guarded(m: Match, seat: int) -> None:
-        async with sem:
-            await connect_one(m, seat)
-
-    await asyncio.gather(*(guarded(m, s) for m in matches for s in range(len(m.tokens))))
-    out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "connect_s": now() - t0,
-         "deflate_negotiated": deflated[0]})
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    while True:
-        line = await reader.readline()
-        if not line:
-            break
-        if not line.strip():
-            continue
-        cmd = json.loads(line)
-        if cmd["cmd"] == "run":
-            out(await run(cmd, matches))
-        elif cmd["cmd"] == "quit":
-            break
-    quitting = True
-    for m in matches:
-        for ws in m.sockets:
-            if ws is not None:
-                ws.transport.abort()
-    out({"event": "bye"})
+    await gb.serve([Match(s) for s in cfg["matches"]])
 
 
 if __name__ == "__main__":
-    try:
-        from uvloop import run as run_loop
-    except ImportError:
-        run_loop = asyncio.run
-    try:
-        run_loop(main())
-    except Exception as exc:  # noqa: BLE001
-        import traceback
-
-        out({"event": "fatal", "error": traceback.format_exc() or repr(exc)})
-        sys.exit(1)
+    gb.main(main)

@@ -1,0 +1,389 @@
+"""What the Python load generators (``loadgen.py``, ``botgen.py``) share: the stdin/stdout line
+protocol of ``loadgen.mjs`` (``ready``, ``run`` -> ``result``, ``quit``), the closed/open-loop phase
+driver, latency summaries, the per-socket protocol state (full ``state`` or ``delta`` + version,
+resume on a gap) and the optional spectator sockets.
+
+Protocol (docs/protocol.md, "Deltas, audiences and versions"): ``hello`` carries ``"deltas": true``
+unless the config says ``"full_states": true``. A socket holds its audience's ``version``; a ``state``
+always resets it (so the generators work with servers that send only states); a ``delta`` whose
+``base`` is the held version moves it to ``delta.version`` (and, where the generator keeps the
+document, applies ``patch`` with :func:`app.delta.apply_patch`); any other ``base`` or a patch that
+does not apply sends ``{"type":"resume","since_version": held}`` and ignores deltas until the next
+``state``.
+
+Config keys used here: ``url``, ``matches`` ([{"id", "tokens"}]), ``deflate``, ``full_states``,
+``connect_concurrency``, and ``spectators``: ``{"match": id, "tokens": [t, ...], "count": n}`` opens
+``n`` sockets with ``"as": "spectator"`` on match ``id`` (the tokens are used round-robin); their
+messages are counted apart (``spectator_*`` in the result) and they never act.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+from websockets.asyncio.client import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # app.delta, app.games
+
+now = time.perf_counter
+
+
+def out(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    """Latency summary in ms: n, mean and percentiles (nearest rank)."""
+    s = sorted(values)
+
+    def pct(q: float) -> float | None:
+        if not s:
+            return None
+        return round(s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))], 3)
+
+    return {"n": len(s), "mean_ms": round(sum(s) / len(s), 3) if s else None, "p50_ms": pct(0.5),
+            "p90_ms": pct(0.9), "p99_ms": pct(0.99), "p999_ms": pct(0.999), "max_ms": round(s[-1], 3) if s else None}
+
+
+def median(values: list[int]) -> int | None:
+    s = sorted(values)
+    return s[len(s) // 2] if s else None
+
+
+class Phase:
+    """Counters of one ``run`` command."""
+
+    def __init__(self, mode: str, seconds: float, rate: float | None) -> None:
+        self.mode, self.seconds, self.rate = mode, seconds, rate or 0.0
+        self.t0 = now()
+        self.t_end = self.t0 + seconds
+        self.sending = True
+        self.sent = self.acked = self.acked_in_window = 0
+        self.errors: dict[str, int] = {}
+        self.lat: list[float] = []
+        self.sched_lat: list[float] = []
+        self.msgs = {"ack": 0, "state": 0, "delta": 0, "error": 0, "ended": 0, "other": 0}
+        self.bytes = self.state_bytes = self.delta_bytes = 0
+        self.update_sizes: list[int] = []  # every state and delta message (seat sockets)
+        self.state_sizes: list[int] = []
+        self.resumes = 0
+        self.spec_msgs = {"state": 0, "delta": 0, "other": 0}
+        self.spec_bytes = 0
+        self.spec_resumes = 0
+        self.by_type: dict[str, int] = {}
+        self.backlog: deque[float] = deque()
+        self.max_backlog = 0
+        self.ended = 0
+        self.cpu0 = time.process_time()
+
+    def count_update(self, kind: str, size: int) -> None:
+        self.msgs[kind] += 1
+        if kind == "state":
+            self.state_bytes += size
+            self.state_sizes.append(size)
+        else:
+            self.delta_bytes += size
+        if len(self.update_sizes) < 200_000:
+            self.update_sizes.append(size)
+
+    def count_error(self, code: str) -> None:
+        self.msgs["error"] += 1
+        self.errors[code] = self.errors.get(code, 0) + 1
+
+
+phase: Phase | None = None
+idle: deque[Any] = deque()
+quitting = False
+CFG: dict[str, Any] = {}
+
+
+def deltas_wanted() -> bool:
+    return not CFG.get("full_states", False)
+
+
+class SocketDoc:
+    """One socket's view of the match: its audience ``version`` and, by ``keep``, nothing
+    (``"none"``), the document without the view (``"prompts"``: ``{"status", "prompts"}``; patch
+    operations under ``/view`` are skipped) or the whole document ``{"status", "prompts", "view"}``
+    of docs/protocol.md (``"all"``), patched by deltas with :func:`app.delta.apply_patch`."""
+
+    def __init__(self, keep: str) -> None:
+        self.keep = keep
+        self.version = -1
+        self.doc: dict[str, Any] = {}
+        self.resyncing = False
+
+    @property
+    def prompts(self) -> list[dict[str, Any]]:
+        return self.doc.get("prompts") or []
+
+    def on_state(self, msg: dict[str, Any]) -> None:
+        self.version = msg["version"]
+        self.resyncing = False
+        if self.keep == "all":
+            self.doc = {"status": msg.get("status"), "prompts": msg["prompts"], "view": msg["view"]}
+        elif self.keep == "prompts":
+            self.doc = {"status": msg.get("status"), "prompts": msg["prompts"]}
+
+    def on_delta(self, msg: dict[str, Any]) -> bool:
+        """Apply a delta; False if it does not follow (the caller then resumes)."""
+        if self.resyncing:
+            return True  # a resume is under way: its state resets everything
+        if msg["base"] != self.version:
+            return False
+        if self.keep != "none":
+            from app.delta import PatchError, apply_patch
+
+            ops = msg["patch"]
+            if self.keep == "prompts":
+                ops = [op for op in ops if not op.get("path", "").startswith("/view")]
+            try:
+                self.doc = apply_patch(self.doc, ops, in_place=True)
+            except (PatchError, KeyError, TypeError, IndexError):
+                return False
+        self.version = msg["version"]
+        return True
+
+
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # a send on a socket the server closed: the reader reports the close
+
+
+def send(ws: Any, text: str) -> None:
+    """Send ``text`` on ``ws`` without waiting (a failure is reported by the socket's reader)."""
+    asyncio.ensure_future(ws.send(text)).add_done_callback(_retrieved)
+
+
+def resume(ws: Any, sd: SocketDoc) -> None:
+    sd.resyncing = True
+    send(ws, orjson.dumps({"type": "resume", "since_version": max(sd.version, 0)}).decode())
+
+
+class GenMatch(Protocol):
+    id: str
+    tokens: list[str]
+    sockets: list[Any]
+    in_flight: Any
+    ended: bool
+    queued: bool
+
+    def dispatch(self) -> None: ...
+    def is_idle(self) -> bool: ...
+    def send(self, sched: float | None = None) -> bool: ...
+    def on_message(self, seat: int, text: str) -> None: ...
+    def on_first(self, seat: int, msg: dict[str, Any]) -> None: ...
+
+
+def hello(token: str, spectator: bool = False) -> str:
+    msg: dict[str, Any] = {"type": "hello", "token": token, "deltas": deltas_wanted()}
+    if spectator:
+        msg["as"] = "spectator"
+    return orjson.dumps(msg).decode()
+
+
+async def open_socket(match_id: str) -> Any:
+    return await connect(f"{CFG['url']}/ws/matches/{match_id}", compression="deflate" if CFG.get("deflate") else None,
+                         max_size=2**24, open_timeout=60)
+
+
+async def connect_seat(m: GenMatch, seat: int) -> bool:
+    ws = await open_socket(m.id)
+    await ws.send(hello(m.tokens[seat]))
+    first = orjson.loads(await ws.recv())
+    if first.get("type") != "state" or first.get("seat") != seat:
+        raise RuntimeError(f"hello answered with {str(first)[:200]}")
+    m.on_first(seat, first)
+    m.sockets[seat] = ws
+
+    async def reader() -> None:
+        try:
+            async for text in ws:
+                m.on_message(seat, text)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001
+            if not quitting:
+                out({"event": "socket_closed", "match": m.id, "seat": seat, "error": repr(exc)})
+
+    asyncio.ensure_future(reader())
+    return any(getattr(e, "name", "") == "permessage-deflate" for e in ws.protocol.extensions)
+
+
+spectator_sockets: list[Any] = []
+
+
+async def connect_spectator(match_id: str, token: str) -> None:
+    """A spectator socket: counts what it gets, keeps its version (not the document), resumes on a gap."""
+    ws = await open_socket(match_id)
+    await ws.send(hello(token, spectator=True))
+    first = orjson.loads(await ws.recv())
+    if first.get("type") != "state" or first.get("viewer") != "spectator":
+        raise RuntimeError(f"spectator hello answered with {str(first)[:200]}")
+    sd = SocketDoc(keep="none")
+    sd.on_state(first)
+    spectator_sockets.append(ws)
+
+    async def reader() -> None:
+        try:
+            async for text in ws:
+                p = phase
+                if p:
+                    p.spec_bytes += len(text)
+                kind = text[9:14]
+                if kind == "state":
+                    sd.on_state(orjson.loads(text))
+                    if p:
+                        p.spec_msgs["state"] += 1
+                elif kind == "delta":
+                    if p:
+                        p.spec_msgs["delta"] += 1
+                    if not sd.on_delta(orjson.loads(text)):
+                        if p:
+                            p.spec_resumes += 1
+                        resume(ws, sd)
+                elif p:
+                    p.spec_msgs["other"] += 1
+        except Exception as exc:  # noqa: BLE001
+            if not quitting:
+                out({"event": "socket_closed", "match": match_id, "spectator": True, "error": repr(exc)})
+
+    asyncio.ensure_future(reader())
+
+
+async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None
+              ) -> dict[str, Any]:
+    """One phase: closed loop (every idle match sends at once) or open loop (``rate`` sends/s, each
+    to an idle match; a send that finds none waits in a backlog and is also timed from its
+    scheduled time). Returns the ``result`` event."""
+    global phase
+    p = phase = Phase(cmd["mode"], cmd["seconds"], cmd.get("rate"))
+    idle.clear()
+    for m in matches:
+        m.queued = False
+        if before:
+            before(m)
+    for m in matches:
+        m.dispatch()
+    if p.mode == "open":
+        k = 0
+        while True:
+            t = now()
+            if t >= p.t_end:
+                break
+            while p.t0 + k / p.rate <= t:
+                sched = p.t0 + k / p.rate
+                k += 1
+                sent = False
+                while idle and not sent:
+                    cand = idle.popleft()
+                    cand.queued = False
+                    if cand.is_idle():
+                        sent = cand.send(sched)
+                if not sent:
+                    p.backlog.append(sched)
+            p.max_backlog = max(p.max_backlog, len(p.backlog))
+            await asyncio.sleep(0.001)
+    else:
+        await asyncio.sleep(p.seconds)
+    p.sending = False
+    cpu = time.process_time() - p.cpu0
+    window = now() - p.t0
+    msgs = dict(p.msgs)
+    nbytes, state_bytes, delta_bytes = p.bytes, p.state_bytes, p.delta_bytes
+    spec_bytes, spec_msgs = p.spec_bytes, dict(p.spec_msgs)
+    drain = now()
+    while any(m.in_flight is not None and not m.ended for m in matches) and now() - drain < 10:
+        await asyncio.sleep(0.005)
+    busy = any(m.in_flight is not None and not m.ended for m in matches)
+    phase = None
+    return {"event": "result", "mode": p.mode, "seconds": window, "target_rate": p.rate or None,
+            "sent": p.sent, "acked": p.acked, "acked_in_window": p.acked_in_window,
+            "acks_per_s": p.acked_in_window / window, "sent_per_s": p.sent / window,
+            "actions_by_type": p.by_type, "errors": p.errors, "messages_in_window": msgs,
+            "messages_per_ack": sum(msgs.values()) / max(1, p.acked_in_window), "bytes_in_window": nbytes,
+            "mean_state_bytes": state_bytes / max(1, msgs["state"]),
+            "median_state_bytes": median(p.state_sizes),
+            "mean_delta_bytes": delta_bytes / msgs["delta"] if msgs["delta"] else None,
+            "median_update_bytes": median(p.update_sizes), "resumes": p.resumes,
+            "spectators": len(spectator_sockets), "spectator_bytes_in_window": spec_bytes,
+            "spectator_messages_in_window": spec_msgs, "spectator_resumes": p.spec_resumes,
+            "latency": summary(p.lat),
+            "sched_latency": summary(p.sched_lat) if p.mode == "open" else None, "max_backlog": p.max_backlog,
+            "matches_ended": p.ended, "in_flight_left": busy, "loadgen_cpu_s": cpu,
+            "loadgen_event_loop_utilization": None}
+
+
+async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None) -> None:
+    """Connect every seat (and the spectators), print ``ready``, then obey stdin commands."""
+    global quitting
+    t0 = now()
+    sem = asyncio.Semaphore(CFG.get("connect_concurrency", 32))
+    deflated = [0]
+
+    async def guarded(m: GenMatch, seat: int) -> None:
+        async with sem:
+            if await connect_seat(m, seat):
+                deflated[0] += 1
+
+    async def guarded_spectator(match_id: str, token: str) -> None:
+        async with sem:
+            await connect_spectator(match_id, token)
+
+    await asyncio.gather(*(guarded(m, s) for m in matches for s in range(len(m.tokens))))
+    spec = CFG.get("spectators")
+    if spec and spec.get("count"):
+        toks = spec["tokens"]
+        await asyncio.gather(*(guarded_spectator(spec["match"], toks[i % len(toks)]) for i in range(spec["count"])))
+    out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "spectators": len(spectator_sockets),
+         "connect_s": now() - t0, "deflate_negotiated": deflated[0], "deltas_requested": deltas_wanted()})
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        cmd = json.loads(line)
+        if cmd["cmd"] == "run":
+            out(await run(cmd, matches, before))
+        elif cmd["cmd"] == "quit":
+            break
+    quitting = True
+    for m in matches:
+        for ws in m.sockets:
+            if ws is not None:
+                ws.transport.abort()
+    for ws in spectator_sockets:
+        ws.transport.abort()
+    out({"event": "bye"})
+
+
+def main(make: Callable[[], Any]) -> None:
+    """Run the coroutine ``make()`` under uvloop when installed; a crash prints a ``fatal`` event."""
+    try:
+        from uvloop import run as run_loop
+    except ImportError:
+        run_loop = asyncio.run
+    try:
+        run_loop(make())
+    except Exception as exc:  # noqa: BLE001
+        import traceback
+
+        out({"event": "fatal", "error": traceback.format_exc() or repr(exc)})
+        sys.exit(1)
+
+
+def load_config(path: str) -> dict[str, Any]:
+    CFG.clear()
+    CFG.update(json.loads(open(path).read()))
+    return CFG
