@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.delta import diff
 from app.games.base import ADMIN, SPECTATOR, Event, Game
 
 __all__ = ["AudienceBook", "audience_events"]
@@ -53,20 +54,22 @@ class AudienceBook:
         return viewer if viewer >= 0 else len(self.keys) - 1
 
     def advance(self, state: Any, status: str, prompts: list[dict[str, Any]],
-                events: Sequence[Event]) -> list[int]:
+                events: Sequence[Event]) -> dict[int, list[dict[str, Any]]]:
         """One log record was applied, giving ``state``/``status``/``prompts`` and ``events``: raise the
         version of every audience whose document changed or that may see one of ``events``, and keep
-        its new document. Returns the indices of the audiences that changed, ascending."""
-        changed: list[int] = []
+        its new document. Returns, for each audience that changed (index → in ascending order), the
+        RFC 6902 patch from its previous document to the new one (``app.delta.diff``; ``[]`` when only
+        events are new). The diff is also the test of change: one walk, no separate comparison."""
+        changed: dict[int, list[dict[str, Any]]] = {}
         for i, viewer in enumerate(self.keys):
             doc = self.document(state, viewer, status, prompts)
-            new_doc = doc != self.docs[i]
-            if new_doc or any(e.visible_to(viewer) for e in events):
+            patch = diff(self.docs[i], doc)
+            if patch or any(e.visible_to(viewer) for e in events):
                 self.versions[i] += 1
-                # an equal document keeps its old object, so the copy clients hold stays exact
-                if new_doc:
+                # an unchanged document keeps its old object, so the copy clients hold stays exact
+                if patch:
                     self.docs[i] = doc
-                changed.append(i)
+                changed[i] = patch
         return changed
 
 

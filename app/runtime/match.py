@@ -364,7 +364,7 @@ class MatchRunner:
         status = self.status
         changed = self.book.advance(new_state, status, prompts_wire, events)
         versions = tuple(self.book.versions)
-        docs = {i: self.book.docs[i] for i in changed}
+        docs = {i: (self.book.docs[i], patch) for i, patch in changed.items()}
         for phase_id, _due in armed:
             self._phase_start[phase_id] = versions
         if client_seq is not None:
@@ -383,7 +383,7 @@ class MatchRunner:
             self.durable_prompts = prompts_wire
             self.durable_status = status
             # the state of the version first, then the ack (docs/protocol.md "Order")
-            self._broadcast(version, events, changed, docs, versions)
+            self._broadcast(version, events, docs, versions)
             if client_seq is not None:
                 self._acknowledge(seat, client_seq, versions[seat], reply_to)
             for phase_id, due in armed:
@@ -437,37 +437,39 @@ class MatchRunner:
         for waiter in self._waiters.pop((seat, client_seq), ()):
             waiter.push(text)  # a duplicate gets the same answer
 
-    def _broadcast(self, version: int, events: list[Event], changed: list[int], docs: Mapping[int, dict[str, Any]],
+    def _broadcast(self, version: int, events: list[Event],
+                   docs: Mapping[int, tuple[dict[str, Any], list[dict[str, Any]]]],
                    versions: tuple[int, ...]) -> None:
-        """Log record ``version`` is durable: each audience in ``changed`` (indices of the book) moves
-        to its version in ``versions`` and document in ``docs``, and its sockets get one message
-        encoded once: a ``delta`` (or a full ``state`` for sockets that asked for full states).
-        Audiences not in ``changed`` get nothing. Spectators are sent at most every
+        """Log record ``version`` is durable: each audience in ``docs`` (index of the book → (its new
+        document, the patch from its previous one)) moves to its version in ``versions``, and its
+        sockets get one message encoded once: a ``delta`` (or a full ``state`` for sockets that asked
+        for full states). Audiences not in ``docs`` get nothing. Spectators are sent at most every
         ``spectator_patch_seconds``; admins get every version (their version is the match's)."""
-        for i in changed:
+        for i, (doc, patch) in docs.items():
             viewer = self.book.keys[i]
             base, old_doc = self._durable_versions[i], self._durable_docs[i]
             self._durable_versions[i] = versions[i]
-            self._durable_docs[i] = docs[i]
+            self._durable_docs[i] = doc
             if viewer == SPECTATOR:
                 self._spectators_changed()
                 continue
             peer = self.seat_peers.get(viewer)
             if peer is not None:
-                self._send((peer,), viewer, base, versions[i], old_doc, docs[i],
-                           audience_events(versions[i], events, viewer))
+                self._send((peer,), viewer, base, versions[i], old_doc, doc,
+                           audience_events(versions[i], events, viewer), patch)
         if self.admins:
             previous = self._admin_doc
             doc = self._document(ADMIN)
             if previous is None:
                 previous = (-1, doc)
             self._send(list(self.admins), ADMIN, previous[0], version, previous[1], doc,
-                       audience_events(version, events, ADMIN))
+                       audience_events(version, events, ADMIN), None)
 
     def _send(self, peers: Iterable[Peer], viewer: int, base: int, version: int, old_doc: dict[str, Any],
-              doc: dict[str, Any], events: list[dict[str, Any]]) -> None:
+              doc: dict[str, Any], events: list[dict[str, Any]], patch: list[dict[str, Any]] | None) -> None:
         """Send ``peers`` of ``viewer``'s audience its move from ``base`` to ``version``: the ``delta``
-        (patch ``old_doc`` → ``doc``) or the full ``state``, each built and encoded at most once.
+        (``patch``, or ``diff(old_doc, doc)`` when None) or the full ``state``, each built and encoded
+        at most once.
         A peer that does not hold ``base`` (it attached in between) gets a full ``state`` with the
         events it missed."""
         delta_text: str | None = None
@@ -478,8 +480,10 @@ class MatchRunner:
                 continue
             if held == base and peer.deltas:
                 if delta_text is None:
+                    if patch is None:
+                        patch = diff(old_doc, doc)
                     delta_text = encode(wire.delta_message(match_id=self.match_id, base=base, version=version,
-                                                           patch=diff(old_doc, doc), events=events))
+                                                           patch=patch, events=events))
                 peer.push(delta_text)
             elif held == base:
                 if state_text is None:
@@ -517,7 +521,7 @@ class MatchRunner:
             for peer in list(self.spectators):
                 peer.sent_version = -1  # a full state with the events still in memory
         self._send(list(self.spectators), SPECTATOR, base, version, old_doc, doc,
-                   self._events_between(SPECTATOR, base, version))
+                   self._events_between(SPECTATOR, base, version), None)
 
     def abort(self, reason: str, by: str | None,
               on_done: Callable[[BaseException | None], None] | None = None) -> None:
@@ -544,7 +548,7 @@ class MatchRunner:
         self.outcome = Outcome(ranks={}, scores={}, reason=f"aborted: {reason}")
         changed = self.book.advance(self.state, "aborted", [], [])
         versions = tuple(self.book.versions)
-        docs = {i: self.book.docs[i] for i in changed}
+        docs = {i: (self.book.docs[i], patch) for i, patch in changed.items()}
         self._remember(version, [], versions)
 
         def on_durable(exc: BaseException | None) -> None:
@@ -556,7 +560,7 @@ class MatchRunner:
             self.durable_version = version
             self.durable_status = "aborted"
             self.durable_prompts = []
-            self._broadcast(version, [], changed, docs, versions)
+            self._broadcast(version, [], docs, versions)
             if self._cancel is not None:
                 for phase_id in open_phases:
                     self._cancel(self.match_id, phase_id)
