@@ -14,9 +14,11 @@ Only three operations are produced: ``add``, ``remove`` and ``replace``. Paths a
 (RFC 6901: ``~`` is written ``~0``, ``/`` is written ``~1``). Rules of :func:`diff`:
 
 * dicts: a key only in the new one is ``add``; only in the old one, ``remove``; in both, recurse;
-* lists of the same length: recurse element by element; of different lengths: recurse over the common
-  prefix, then ``add`` the new tail (``/path/i`` in ascending order) or ``remove`` the old tail
-  (highest index first, so every index is valid when applied in order);
+* lists: the members equal at the start and at the end are kept; in the middle, recurse member by
+  member over the part both have, then ``add`` the new members (``/path/i`` in ascending order: an
+  RFC 6902 ``add`` inserts, so the equal tail moves along) or ``remove`` the old ones (highest index
+  first, so every index is valid when applied in order). A card taken out of or put into a garrison
+  is one operation, not a replace of every card after it;
 * anything else that differs (another type, a scalar, ``1`` vs ``1.0`` vs ``True``): ``replace``.
   ``True == 1`` in Python, so scalars are compared with their type: the patch is exact for JSON.
 * a member that is a dict or list equal (``==``, in C) to its old value is skipped without a walk:
@@ -73,16 +75,30 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
                 ops.append({"op": "remove", "path": path + "/" + _escape(key)})
         return
     if told is list:
-        common = min(len(old), len(new))
-        for i in range(common):
+        lo, ln = len(old), len(new)
+        shortest = min(lo, ln)
+        head = 0  # members equal at the start ...
+        while head < shortest and _same(old[head], new[head]):
+            head += 1
+        tail = 0  # ... and at the end: only the middle changes (a card taken out, one put in)
+        while tail < shortest - head and _same(old[lo - 1 - tail], new[ln - 1 - tail]):
+            tail += 1
+        old_mid, new_mid = lo - head - tail, ln - head - tail
+        common = min(old_mid, new_mid)
+        for i in range(head, head + common):
             _child_diff(old[i], new[i], i, path, ops)
-        for i in range(common, len(new)):
+        for i in range(head + common, head + new_mid):  # inserted before the equal tail, ascending
             ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
-        for i in range(len(old) - 1, common - 1, -1):
+        for i in range(head + old_mid - 1, head + common - 1, -1):  # highest first
             ops.append({"op": "remove", "path": f"{path}/{i}"})
         return
     if old != new:
         ops.append({"op": "replace", "path": path, "value": new})
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as JSON at the top (a scalar's type counts: ``1`` is not ``true``)."""
+    return old is new or (type(old) is type(new) and old == new)
 
 
 def _child_diff(old: Any, new: Any, key: str | int, path: str, ops: list[dict[str, Any]]) -> None:
