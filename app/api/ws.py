@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from websockets.protocol import State
 
 from app.api.deps import player_for_token
 from app.api.limits import admit_socket, release_socket
@@ -54,6 +55,32 @@ __all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE
            "CLOSE_TRY_AGAIN", "CLOSE_UNAUTHORIZED", "Connection", "has_nul", "router", "utf8_size_over"]
 
 _ANSWER_PREFIXES = ('{"type":"ack"', '{"type":"error"')
+
+
+#: the last text framed by :func:`text_frame` and its frame: one message pushed to many sockets in a
+#: row (an audience's shared message) is encoded and framed once
+_last_frame: tuple[str, bytes] | None = None
+
+
+def text_frame(text: str) -> bytes:
+    """``text`` as one unmasked, unfragmented server text frame without extensions (RFC 6455 5.2:
+    FIN + opcode 1, the payload length in 7, 16 or 64 bits, the UTF-8 payload). The frame of the
+    last text is reused when the same ``str`` object comes again."""
+    global _last_frame
+    last = _last_frame
+    if last is not None and last[0] is text:
+        return last[1]
+    payload = text.encode()
+    n = len(payload)
+    if n < 126:
+        header = bytes((0x81, n))
+    elif n < 65536:
+        header = struct.pack("!BBH", 0x81, 126, n)
+    else:
+        header = struct.pack("!BBQ", 0x81, 127, n)
+    frame = header + payload
+    _last_frame = (text, frame)
+    return frame
 
 
 def _sansio_protocol(ws: WebSocket) -> Any:
@@ -199,12 +226,19 @@ class Connection:
                 or proto.initial_response is not None or not proto.writable.is_set()
                 or proto.transport.is_closing()):
             return False
-        try:
-            proto.conn.send_text(text.encode())
-        except Exception:  # not open any more (the client's close arrived): the writer path decides
+        conn = proto.conn
+        if conn.state is not State.OPEN:  # the client's close arrived: the writer path decides
             return False
         try:
-            proto.transport.write(b"".join(proto.conn.data_to_send()))
+            if conn.extensions or conn.writes or conn.expect_continuation_frame or conn.debug:
+                conn.send_text(text.encode())  # websockets frames it (compression, frame logging)
+                data = b"".join(conn.data_to_send())
+            else:  # what websockets would produce, framed once for every socket sent this text
+                data = text_frame(text)
+        except Exception:
+            return False
+        try:
+            proto.transport.write(data)
         except Exception:  # the connection broke under us: its disconnect ends the socket
             pass
         return True
