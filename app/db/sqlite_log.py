@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from functools import partial
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -60,9 +61,37 @@ class SqliteLogCommitter:
     def __init__(self, path: str, busy_timeout_ms: int = 10_000) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-log")
+        #: (function, its asyncio future, the future's loop), or None to stop the thread
+        self._jobs: SimpleQueue[tuple[Callable[[], Any], asyncio.Future, asyncio.AbstractEventLoop] | None] = \
+            SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+
+    def _run_thread(self) -> None:
+        """The committer thread: runs each job and hands its result to the job's loop. (A plain
+        thread and queue rather than an executor: no ``concurrent.futures`` future, condition and
+        lock per commit, which were cyclic garbage for the event loop's collector.)"""
+        while (job := self._jobs.get()) is not None:
+            fn, future, loop = job
+            try:
+                result, error = fn(), None
+            except BaseException as exc:  # handed to the waiting coroutine
+                result, error = None, exc
+            try:
+                loop.call_soon_threadsafe(_resolve, future, result, error)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+            del job, fn, future, result, error
+
+    def _submit(self, fn: Callable[[], Any]) -> asyncio.Future:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run_thread, name="sqlite-log", daemon=True)
+            self._thread.start()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._jobs.put((fn, future, loop))
+        return future
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -108,7 +137,7 @@ class SqliteLogCommitter:
         """Fence, insert and commit ``ordered`` (sorted by match id, consecutive rows) in one
         transaction on the committer's thread. Returns the ids of the refused matches."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, self._commit_sync, ordered)
+            return await self._submit(partial(self._commit_sync, ordered))
         except sqlite3.IntegrityError as exc:
             raise sa_exc.IntegrityError("commit_batch", None, exc) from exc
         except sqlite3.OperationalError as exc:
@@ -117,16 +146,22 @@ class SqliteLogCommitter:
             raise sa_exc.DBAPIError("commit_batch", None, exc) from exc
 
     def close(self) -> None:
-        """Close the connection and stop the thread (waits for a commit in progress)."""
-        if self._conn is None:  # never used: no thread to stop
-            self._executor.shutdown(wait=True)
-            return
+        """Stop the thread after the jobs already queued (a commit in progress finishes) and close
+        the connection. Idempotent."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
-        def _close() -> None:
-            with self._lock:
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
 
-        self._executor.submit(_close).result()
-        self._executor.shutdown(wait=True)
+def _resolve(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.done():  # the waiter gave up (a timeout): the commit's outcome is decided by the fence
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
