@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
     commit_window_ms: float = Field(2.0, ge=0)
+    #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``); the
+    #: objects made at start are frozen out of the collector's sight first (``gc.freeze``).
+    gc_thresholds: str = Field("20000,20,50", pattern=r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
     #: Most log records in one commit.
     commit_max_batch: int = Field(2000, ge=1)
     #: Group commit: seconds a batch is retried on transient database errors before its matches

@@ -137,7 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
         gc.collect()
         gc.freeze()
-        gc.set_threshold(20_000, 20, 50)
+        gc.set_threshold(*(int(part) for part in settings.gc_thresholds.split(",")))
         log.info("bannerfall node %s ready on %s (%s mode)", settings.node, settings.base_url, backends.mode)
         try:
             yield
@@ -149,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await settler.stop()
             await rater.stop()
             await writer.stop()
+            repo.close()
             await cluster.stop()
             await backends.close()
             await engine.dispose()

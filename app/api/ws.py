@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from websockets.protocol import State
 
 from app.api.deps import player_for_token
 from app.api.limits import admit_socket, release_socket
@@ -56,6 +57,46 @@ __all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE
 _ANSWER_PREFIXES = ('{"type":"ack"', '{"type":"error"')
 
 
+#: the last text framed by :func:`text_frame` and its frame: one message pushed to many sockets in a
+#: row (an audience's shared message) is encoded and framed once
+_last_frame: tuple[str, bytes] | None = None
+
+
+def text_frame(text: str) -> bytes:
+    """``text`` as one unmasked, unfragmented server text frame without extensions (RFC 6455 5.2:
+    FIN + opcode 1, the payload length in 7, 16 or 64 bits, the UTF-8 payload). The frame of the
+    last text is reused when the same ``str`` object comes again."""
+    global _last_frame
+    last = _last_frame
+    if last is not None and last[0] is text:
+        return last[1]
+    payload = text.encode()
+    n = len(payload)
+    if n < 126:
+        header = bytes((0x81, n))
+    elif n < 65536:
+        header = struct.pack("!BBH", 0x81, 126, n)
+    else:
+        header = struct.pack("!BBQ", 0x81, 127, n)
+    frame = header + payload
+    _last_frame = (text, frame)
+    return frame
+
+
+def _sansio_protocol(ws: WebSocket) -> Any:
+    """uvicorn's ``websockets-sansio`` protocol object under ``ws`` (the ``__self__`` of the raw
+    ``send`` kept by ``RawSendMiddleware``), or None under any other server or implementation."""
+    raw = ws.scope.get("bannerfall.raw_send")
+    proto = getattr(raw, "__self__", None)
+    if proto is None:
+        return None
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    except ImportError:  # pragma: no cover - uvicorn without the sans-I/O implementation
+        return None
+    return proto if isinstance(proto, WebSocketsSansIOProtocol) else None
+
+
 def transport_of(ws: WebSocket) -> Any:
     """The asyncio transport under ``ws``, or None when it cannot be found.
 
@@ -77,7 +118,14 @@ class Connection:
 
     ``close_seconds``: the bound on a close (flush + close frame + closing handshake) before the
     transport is aborted. ``act_timeout``: an ``act`` whose ``ack``/``error`` has not been pushed
-    within this many seconds closes the socket with 4503 (resend after resume); None: no bound."""
+    within this many seconds closes the socket with 4503 (resend after resume); None: no bound.
+
+    Fast path (uvicorn ``websockets-sansio`` only): a message pushed while the writer task is idle
+    (nothing queued, nothing being sent) and the socket is writable is framed and handed to the
+    transport at once, as uvicorn's own ``send`` does, without the queue and the writer task's
+    wake-up (``docs/benchmarks/server.md``, "Where the time goes"). Anything else (a paused
+    transport: the client is not reading; a closing socket) goes through the queue as before, so the
+    order, the 4008 bound and the closes are unchanged."""
 
     __slots__ = (
         "act_timeout",
@@ -87,10 +135,12 @@ class Connection:
         "closer",
         "deltas",
         "handler",
+        "idle",
         "metrics",
         "on_close",
         "pending",
         "player_id",
+        "proto",
         "queue",
         "sent_version",
         "transport",
@@ -121,6 +171,10 @@ class Connection:
         self.pending: dict[int, asyncio.TimerHandle] = {}
         self.transport = transport_of(ws)
         self.handler: asyncio.Task | None = None
+        #: uvicorn's sans-I/O protocol (the fast path), else None
+        self.proto = _sansio_protocol(ws)
+        #: the writer task waits on an empty queue (nothing in flight): a push may write at once
+        self.idle = False
 
     def start(self) -> None:
         self.writer = asyncio.get_running_loop().create_task(self._write())
@@ -158,12 +212,39 @@ class Connection:
             return
         if self.pending and text.startswith(_ANSWER_PREFIXES):
             self._answered(text)
+        if self.idle and self.proto is not None and self._send_now(text):
+            return
         try:
             self.queue.put_nowait(text)
         except asyncio.QueueFull:
             if self.metrics:
                 self.metrics.slow_disconnects.inc()
             self.close(CLOSE_SLOW, "send queue full: the client is not reading")
+
+    def _send_now(self, text: str) -> bool:
+        """Frame ``text`` and write it to the transport now, as uvicorn's ``send`` does, if the socket
+        is open and writable and nothing is queued; False (nothing done): queue it instead."""
+        proto = self.proto
+        if (self.queue.qsize() or not proto.handshake_complete or proto.close_sent or proto.disconnected
+                or proto.initial_response is not None or not proto.writable.is_set()
+                or proto.transport.is_closing()):
+            return False
+        conn = proto.conn
+        if conn.state is not State.OPEN:  # the client's close arrived: the writer path decides
+            return False
+        try:
+            if conn.extensions or conn.writes or conn.expect_continuation_frame or conn.debug:
+                conn.send_text(text.encode())  # websockets frames it (compression, frame logging)
+                data = b"".join(conn.data_to_send())
+            else:  # what websockets would produce, framed once for every socket sent this text
+                data = text_frame(text)
+        except Exception:
+            return False
+        try:
+            proto.transport.write(data)
+        except Exception:  # the connection broke under us: its disconnect ends the socket
+            pass
+        return True
 
     def close(self, code: int, reason: str) -> None:
         """Close with ``code``: what was pushed before is sent first, then the close frame, all within
@@ -236,7 +317,17 @@ class Connection:
                 while (text := await queue.get()) is not None:
                     await send(text)
                 return
-            while (text := await queue.get()) is not None:
+            while True:
+                if queue.empty():
+                    self.idle = True
+                    try:
+                        text = await queue.get()
+                    finally:
+                        self.idle = False
+                else:
+                    text = queue.get_nowait()
+                if text is None:
+                    return
                 await raw({"type": "websocket.send", "text": text})
         except (asyncio.CancelledError, WebSocketDisconnect, RuntimeError, OSError):
             pass

@@ -25,6 +25,7 @@ async def repo(request, tmp_path):
         repo = Repository(engine)
         repo.kind = request.param  # type: ignore[attr-defined]
         yield repo
+        repo.close()
         await engine.dispose()
     finally:
         if pg:
@@ -147,3 +148,33 @@ async def _wait_for_lock_wait(repo: Repository, timeout: float = 10.0) -> None:
                 return
             await asyncio.sleep(0.01)
     raise AssertionError("the contended statement never waited for the row lock")
+
+
+async def test_sqlite_commits_go_through_the_dedicated_committer(repo):
+    if repo.kind != "sqlite":  # type: ignore[attr-defined]
+        assert repo.log_committer is None
+        return
+    assert repo.log_committer is not None  # app/db/sqlite_log.py, not the engine
+
+
+async def test_a_colliding_row_fails_the_whole_batch_with_integrity_error(repo):
+    from sqlalchemy.exc import IntegrityError
+
+    a, b = await new_match(repo), await new_match(repo)
+    assert await repo.commit_batch([MatchWrite(a, 1, rows(a, 1, 1, "first"))]) == set()
+    async with repo.engine.begin() as conn:  # a row at seq 2 that the fence does not know about
+        await conn.execute(insert(actions_t), rows(a, 2, 1, "planted"))
+    with pytest.raises(IntegrityError):
+        await repo.commit_batch([MatchWrite(a, 1, rows(a, 2, 1, "clash")), MatchWrite(b, 1, rows(b, 1, 2, "b"))])
+    assert await log_of(repo, b) == [] and await version_of(repo, b) == 0  # nothing of the batch
+    assert await version_of(repo, a) == 1
+
+
+async def test_the_last_record_writes_the_end_of_the_match(repo):
+    match_id = await new_match(repo)
+    end = {"id": match_id, "status": "finished", "outcome": {"ranks": {"0": 1}, "scores": {}, "reason": "won"},
+           "ended_at": 123.5, "version": 2}
+    assert await repo.commit_batch([MatchWrite(match_id, 1, rows(match_id, 1, 2), end)]) == set()
+    row = await repo.match(match_id)
+    assert (row["status"], row["outcome"], row["ended_at"], row["version"]) == (
+        "finished", end["outcome"], 123.5, 2)

@@ -124,3 +124,16 @@ def test_nul_and_utf8_size_helpers():
     assert utf8_size_over("\u20ac" * 6000, 16384) and not utf8_size_over("\u20ac" * 5000, 16384)
     assert utf8_size_over("a" * 16385, 16384) and not utf8_size_over("a" * 16384, 16384)
     assert utf8_size_over(b"a" * 16385, 16384)
+
+
+def test_text_frame_is_the_frame_websockets_makes_and_is_reused_for_the_same_text():
+    from websockets.frames import Frame, Opcode
+
+    from app.api.ws import text_frame
+
+    for size in (0, 1, 125, 126, 127, 65535, 65536, 70000):  # the 7-, 16- and 64-bit lengths
+        text = "é" * (size // 2) + "a" * (size % 2)  # size bytes of UTF-8
+        frame = Frame(Opcode.TEXT, text.encode(), True).serialize(mask=False, extensions=[])
+        assert text_frame(text) == frame
+        assert text_frame(text) is text_frame(text)  # one text to many sockets: framed once
+    assert text_frame("a" * 10) != text_frame("b" * 10)
