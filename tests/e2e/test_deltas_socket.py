@@ -20,7 +20,7 @@ import pytest
 from app.client import MatchSocket, RestClient
 from app.client.socket import play
 from app.games import registry
-from app.games.base import SPECTATOR
+from app.games.base import SPECTATOR, Event
 from app.runtime.audience import AudienceBook
 from app.runtime.bots import make_bot
 from app.runtime.replay import initial_state
@@ -44,6 +44,7 @@ def documents_by_version(game_id: str, match: dict[str, Any], initial_deadlines:
     book = AudienceBook(game, seats, state, "running", prompts)
     docs: dict[int, dict[int, str]] = {v: {0: exact(book.docs[i])} for i, v in enumerate(book.keys)}
     status = "running"
+    events: list[Event]
     for rec in log:
         if rec["kind"] == "abort":
             status, prompts, events = "aborted", [], []
