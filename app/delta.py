@@ -41,7 +41,9 @@ class PatchError(ValueError):
 
 
 def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+    if "~" in key or "/" in key:
+        return key.replace("~", "~0").replace("/", "~1")
+    return key
 
 
 def _unescape(token: str) -> str:
@@ -67,7 +69,10 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if told is dict:
         for key, value in new.items():
             if key in old:
-                _child_diff(old[key], value, key, path, ops)
+                was = old[key]
+                if was is value or (type(was) is type(value) and was == value):
+                    continue  # most members: one comparison in C, no call
+                _child_diff(was, value, key, path, ops)
             else:
                 ops.append({"op": "add", "path": path + "/" + _escape(key), "value": value})
         for key in old:
@@ -86,7 +91,10 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
         old_mid, new_mid = lo - head - tail, ln - head - tail
         common = min(old_mid, new_mid)
         for i in range(head, head + common):
-            _child_diff(old[i], new[i], i, path, ops)
+            was, value = old[i], new[i]
+            if was is value or (type(was) is type(value) and was == value):
+                continue
+            _child_diff(was, value, i, path, ops)
         for i in range(head + common, head + new_mid):  # inserted before the equal tail, ascending
             ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
         for i in range(head + old_mid - 1, head + common - 1, -1):  # highest first
