@@ -9,7 +9,10 @@ from tests.e2e.helpers import connect, my_prompt, recv_until, start_match
 
 
 async def _play_some(url, table, actions: int) -> int:
-    """Let random bots play ``actions`` acknowledged actions; returns the last acked version."""
+    """Let random bots play ``actions`` acknowledged actions; returns seat 0's audience version at
+    the end. Versions are per audience (a private ``set_dealing`` moves only its seat's), so each
+    seat decides on its own socket's newest state: the seat on turn is the one whose own newest
+    state gives it the prompt, at the turn the actor's newest state shows."""
     socks, states = [], []
     for c in table.players:
         s, st = await connect(url, table.match_id, c.token)
@@ -17,25 +20,36 @@ async def _play_some(url, table, actions: int) -> int:
         states.append(st)
     bots = [make_bot("provinces", "random", i) for i in range(len(socks))]
     done = 0
-    last = states[0]["version"]
+    actor = 0
+
+    async def newest(i: int, until) -> None:
+        while not until(states[i]):
+            m = await socks[i].recv(timeout=10)
+            if m["type"] == "state":
+                states[i] = m
+
     while done < actions:
-        # everyone catches up with the newest version
-        for i, s in enumerate(socks):
-            while states[i]["version"] < last:
-                m = await s.recv(timeout=10)
-                if m["type"] == "state":
-                    states[i] = m
-        seat = states[0]["prompts"][0]["seat"]
+        seat = states[actor]["prompts"][0]["seat"]
+        turn = states[actor]["view"]["turn"]
+        await newest(seat, lambda st, seat=seat, turn=turn: st["view"]["turn"] == turn
+                     and st["prompts"][0]["seat"] == seat)
         st = states[seat]
         action = bots[seat].decide(st["view"], my_prompt(st))
         await socks[seat].act(action, version=st["version"])
-        reply = await recv_until(socks[seat], lambda m: m["type"] in ("ack", "error"))
+        while True:  # the state of the new version comes before its ack: keep it
+            reply = await socks[seat].recv(timeout=10)
+            if reply["type"] == "state":
+                states[seat] = reply
+            elif reply["type"] in ("ack", "error"):
+                break
         if reply["type"] == "ack":
-            last = reply["version"]
             done += 1
+            await newest(seat, lambda st, v=reply["version"]: st["version"] >= v)
+        actor = seat
+    await newest(0, lambda st: st["view"]["turn"] == states[actor]["view"]["turn"])
     for s in socks:
         await s.close()
-    return last
+    return states[0]["version"]
 
 
 async def test_kill9_mid_match_resumes_identically_and_deadline_holds(backend):
@@ -43,9 +57,10 @@ async def test_kill9_mid_match_resumes_identically_and_deadline_holds(backend):
     admin = RestClient(srv.url, srv.admin_token)
     table = await start_match(srv.url, "provinces", 2, options={"turn_seconds": 10})
     try:
-        acked = await _play_some(srv.url, table, 5)
+        seat0 = await _play_some(srv.url, table, 5)
         before = await admin.admin_match(table.match_id)
-        assert before["version"] == acked
+        acked = before["version"]  # the match's action count (admins' version)
+        assert acked >= 5
         deadline_before = before["prompts"][0]["deadline_at"]
         srv.kill9()
         srv.start()
@@ -58,10 +73,10 @@ async def test_kill9_mid_match_resumes_identically_and_deadline_holds(backend):
         if after["version"] == acked:
             assert after["view"] == before["view"] and after["prompts"] == before["prompts"]
         # a player reconnects and resumes; the deadline fires once, at its time
-        s, st = await connect(srv.url, table.match_id, table.players[0].token, since_version=acked - 2)
-        assert st["version"] >= acked and st["events"]
-        if st["version"] == acked:
-            await recv_until(s, lambda m: m["type"] == "state" and m["version"] > acked, timeout=30)
+        s, st = await connect(srv.url, table.match_id, table.players[0].token, since_version=seat0 - 2)
+        assert st["version"] >= seat0 and st["events"]
+        if after["version"] == acked:  # the deadline has not fired yet: it moves seat 0's version too
+            await recv_until(s, lambda m: m["type"] == "state" and m["version"] > st["version"], timeout=30)
         log = (await admin.admin_log(table.match_id))["actions"]
         fired = [a for a in log if a["kind"] == "deadline"]
         assert [a["seq"] for a in fired] == [acked + 1]

@@ -288,7 +288,8 @@ class Sock:
 
     async def open(self, since_version: int | None = None) -> None:
         self.ws = await websockets.connect(self.url, open_timeout=10, max_size=2**24, ping_interval=None)
-        hello: dict[str, Any] = {"type": "hello", "token": self.token}
+        # full states: the drivers read every version's state (deltas are proven in tests/e2e)
+        hello: dict[str, Any] = {"type": "hello", "token": self.token, "deltas": False}
         if since_version is not None:
             hello["since_version"] = since_version
         await self.ws.send(json.dumps(hello))
@@ -423,14 +424,21 @@ def verify(db_url: str, match_id: str) -> str:
 
 def check_log(match: dict[str, Any], actions: list[dict[str, Any]],
               acks: list[tuple[int, int, int]]) -> None:
-    """No gap, it replays, and every acknowledged ``(seat, client_seq, version)`` is in it."""
+    """No gap, it replays, and every acknowledged ``(seat, client_seq, version)`` is in it. An ack's
+    version is the seat's audience version: it is mapped to the log record at which the seat's
+    audience reached it (derived by the replay, as the server derives it)."""
     from app.runtime.replay import replay
 
     seqs = [a["seq"] for a in actions]
     assert seqs == list(range(1, len(seqs) + 1)), f"log gap or duplicate: seqs {seqs}"
-    replay(cast(MatchRow, match), cast(list[LogRow], actions))
+    result = replay(cast(MatchRow, match), cast(list[LogRow], actions), keep_events=len(actions) + 1)
+    reached: dict[int, dict[int, int]] = {}
+    for seq, _events, audiences in result.history:
+        for seat_index, audience_version in enumerate(audiences):
+            reached.setdefault(seat_index, {}).setdefault(audience_version, seq)
     by_seq = {a["seq"]: a for a in actions}
-    for seat, cseq, version in acks:
+    for seat, cseq, audience_version in acks:
+        version = reached.get(seat, {}).get(audience_version, -1)
         row = by_seq.get(version)
         assert row is not None, f"acknowledged action (seat {seat}, seq {cseq}) at version {version} is not in the log"
         assert (row["seat"], row["client_seq"]) == (seat, cseq), (

@@ -151,13 +151,11 @@ async def wait_until_async(make, timeout: float) -> bool:
 
 async def test_a_linked_socket_carries_its_hello_deltas_to_the_owner(two_nodes):
     """The link's attach carries the socket's ``deltas`` (its hello's): the owner's RemotePeer has
-    the same, so the runtime encodes for it as for a local socket; a peer without it (an older
-    node's attach) gets the default, True."""
+    the same, so the runtime encodes for it as for a local socket (an older node's attach without
+    it gets the default, True: ``Cluster._on_attach``)."""
     (a, b), _prefix = two_nodes
     runner = await a.manager.create_match("conquest", {}, SEATS)
-    conns = [FakePeer(0, "p0"), FakePeer(1, "p1"), FakePeer(-1, None)]
-    conns[0].deltas = False  # type: ignore[attr-defined]
-    conns[1].deltas = True  # type: ignore[attr-defined]
+    conns = [FakePeer(0, "p0", deltas=False), FakePeer(1, "p1", deltas=True), FakePeer(-1, None, deltas=True)]
     links = [b.cluster.open_link(c, runner.match_id, a.node_id, None, answer_seconds=5, retry_after=1)
              for c in conns]
     try:
