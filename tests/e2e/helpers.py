@@ -48,13 +48,25 @@ async def connect(url: str, match_id: str, token: str | None, **kw) -> tuple[Mat
 
 
 async def recv_until(sock: MatchSocket, pred, timeout: float = 10.0) -> dict[str, Any]:
-    """Receive until ``pred(msg)`` holds; returns that message."""
+    """Receive until ``pred(msg)`` holds; returns that message. Every ``state`` received on the way
+    is kept as ``sock.last_state`` (the state of a version comes before its ``ack``)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while True:
         msg = await sock.recv(timeout=max(0.01, end - loop.time()))
+        if msg.get("type") == "state":
+            sock.last_state = msg  # type: ignore[attr-defined]
         if pred(msg):
             return msg
+
+
+async def state_at_least(sock: MatchSocket, version: int, timeout: float = 10.0) -> dict[str, Any]:
+    """The socket's newest ``state`` once its version is >= ``version`` (it may have come already,
+    before an ``ack`` that :func:`recv_until` waited for)."""
+    held = getattr(sock, "last_state", None)
+    if held is not None and held["version"] >= version:
+        return held
+    return await recv_until(sock, lambda m: m["type"] == "state" and m["version"] >= version, timeout)
 
 
 def my_prompt(state: dict[str, Any]) -> dict[str, Any] | None:

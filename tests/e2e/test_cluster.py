@@ -9,7 +9,7 @@ import websockets
 
 from app.client import RestClient
 from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess
-from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match
+from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match, state_at_least
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -60,8 +60,8 @@ async def test_match_across_two_nodes(cluster_env):
             ack = await recv_until(socks[seat], lambda m: m["type"] in ("ack", "error"))
             assert ack["type"] == "ack" and ack["version"] == step + 1
             for s in (0, 1):
-                states[s] = await recv_until(
-                    socks[s], lambda m, step=step: m["type"] == "state" and m["version"] == step + 1)
+                states[s] = await state_at_least(socks[s], step + 1)
+                assert states[s]["version"] == step + 1
         assert states[1]["prompts"] == states[0]["prompts"]
         for s in socks.values():
             await s.close()
@@ -80,7 +80,7 @@ async def test_node_killed_mid_phase_another_takes_over(cluster_env):
         assert my_prompt(st0)["kind"] == "orders"
         await s0.act({"type": "orders", "attack": []}, version=st0["version"])
         ack = await recv_until(s0, lambda m: m["type"] == "ack")
-        await recv_until(s1, lambda m: m["type"] == "state" and m["version"] == ack["version"])
+        await state_at_least(s1, ack["version"])
         a.kill9()  # node a ran the match; seat 0's socket dies with it
         # seat 1's socket on node b is told the match moved; it reconnects to b and resumes
         seen: list[dict] = []

@@ -31,7 +31,7 @@ from app.client import RestClient
 from app.client.socket import play, ws_url
 from app.runtime.bots import make_bot
 from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess, free_port
-from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match
+from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match, state_at_least
 from tests.e2e.test_slow_clients import _frame
 
 TCP_ESTABLISHED = 1
@@ -280,8 +280,7 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
             assert time.monotonic() - started < 12
             if st1["version"] < answer["version"]:
                 acked = answer["version"]
-                st1 = await recv_until(s1, lambda m, acked=acked: m["type"] == "state" and m["version"] >= acked,
-                                       timeout=10)
+                st1 = await state_at_least(s1, acked)
             # a new act for the next round must see a connected pub/sub again
             await asyncio.sleep(0.3)
         log = (await admin.admin_log(table.match_id))["actions"]
