@@ -41,7 +41,8 @@ class AudienceBook:
         self.versions: list[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: list[dict[str, Any]] = [self.document(state, k, status, prompts) for k in self.keys]
+        self.docs: list[dict[str, Any]] = [{"status": status, "prompts": prompts, "view": view}
+                                           for view in game.views(state, self.keys)]
 
     def document(self, state: Any, viewer: int, status: str, prompts: list[dict[str, Any]]) -> dict[str, Any]:
         """``viewer``'s document: ``{"status": str, "prompts": [PromptInfo], "view": Game.view(...)}``."""
@@ -61,14 +62,17 @@ class AudienceBook:
         RFC 6902 patch from its previous document to the new one (``app.delta.diff``; ``[]`` when only
         events are new). The diff is also the test of change: one walk, no separate comparison."""
         changed: dict[int, list[dict[str, Any]]] = {}
-        for i, viewer in enumerate(self.keys):
-            doc = self.document(state, viewer, status, prompts)
-            patch = diff(self.docs[i], doc)
+        docs = self.docs
+        # one batch for every audience: the engine shares the work (and unchanged parts, which the
+        # diff then skips by identity) between the viewers and with the previous record's views
+        for i, (viewer, view) in enumerate(zip(self.keys, self.game.views(state, self.keys), strict=True)):
+            doc = {"status": status, "prompts": prompts, "view": view}
+            patch = diff(docs[i], doc)
             if patch or any(e.visible_to(viewer) for e in events):
                 self.versions[i] += 1
                 # an unchanged document keeps its old object, so the copy clients hold stays exact
                 if patch:
-                    self.docs[i] = doc
+                    docs[i] = doc
                 changed[i] = patch
         return changed
 
