@@ -91,21 +91,22 @@ def _diff_shared(old: Any, new: Any, path: str, ops: list[dict[str, Any]],
         if was is value:
             continue
         tv = type(value)
-        if type(was) is not tv or (tv is not dict and tv is not list):
-            if type(was) is not tv or was != value:
+        if type(was) is tv:
+            if was == value:
+                continue  # equal members: one comparison in C, as in _diff
+            if tv is dict or tv is list:
                 sub = f"{path}/{key}" if told is list else path + "/" + _escape(key)
-                ops.append({"op": "replace", "path": sub, "value": value})
-            continue
+                memo_key = (id(was), id(value), sub)
+                found = shared.get(memo_key)
+                if found is None:  # first met: walk it, keep its operations for the other audiences
+                    start = len(ops)
+                    _diff_shared(was, value, sub, ops, shared)
+                    shared[memo_key] = ops[start:]
+                else:
+                    ops.extend(found)
+                continue
         sub = f"{path}/{key}" if told is list else path + "/" + _escape(key)
-        memo_key = (id(was), id(value), sub)
-        found = shared.get(memo_key)
-        if found is None:
-            start = len(ops)
-            if was != value:
-                _diff_shared(was, value, sub, ops, shared)
-            found = shared[memo_key] = ops[start:]
-        else:
-            ops.extend(found)
+        ops.append({"op": "replace", "path": sub, "value": value})
     if told is dict:
         for key in old:
             if key not in new:
