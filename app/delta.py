@@ -31,6 +31,7 @@ A replace of the whole document has the path ``""``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["PatchError", "apply_patch", "diff"]
@@ -82,7 +83,7 @@ def _diff_shared(old: Any, new: Any, path: str, ops: list[dict[str, Any]],
     if told is list and len(old) != len(new):  # the head/tail walk of lists: no sharing below
         _diff(old, new, path, ops)
         return
-    items = new.items() if told is dict else enumerate(new)
+    items: Iterable[tuple[Any, Any]] = new.items() if told is dict else enumerate(new)
     for key, value in items:
         if told is dict and key not in old:
             ops.append({"op": "add", "path": path + "/" + _escape(key), "value": value})

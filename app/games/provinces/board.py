@@ -7,6 +7,8 @@ connected shapes). Province ids are assigned in reading order (by ``r``, then ``
 """
 from __future__ import annotations
 
+from typing import Any
+
 from app.games.base import Rng
 
 #: The six axial neighbour offsets of a hex cell.
@@ -30,7 +32,7 @@ class Board:
         self._static = tuple((p, q, r, list(adjacent[p])) for p, (q, r) in enumerate(coords))
         #: not part of the map: the view pieces last built from it (``view.render_many``), so that
         #: unchanged provinces keep the same objects from version to version. Never pickled.
-        self.view_memo: dict[str, object] = {}
+        self.view_memo: dict[str, Any] = {}
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return None, {"coords": self.coords, "adjacent": self.adjacent, "size": self.size, "_static": self._static}

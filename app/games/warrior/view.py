@@ -211,7 +211,7 @@ def views(s: WarriorState, viewers: Sequence[int]) -> list[dict[str, Any]]:
                   for seat in range(s.seats)]
     last_seats = memo.get("seats")
     if (last_seats is not None and len(last_seats) == len(seat_views)
-            and all(a is b for a, b in zip(last_seats, seat_views))):
+            and all(a is b for a, b in zip(last_seats, seat_views, strict=True))):
         seat_views = last_seats
     else:
         memo["seats"] = seat_views
