@@ -200,15 +200,31 @@ def views(s: WarriorState, viewers: Sequence[int]) -> list[dict[str, Any]]:
     """``[view(s, v) for v in viewers]`` (warrior.md 7), the public part built once: everything but
     ``decision`` (a seat's own) and the admin's ``hands``, ``decisions`` and ``pile`` is the same for
     every viewer and is shared by their views, and a public piece equal to the one built for the
-    previous views of this match is that same object (``s.view_memo``). Read-only: callers encode
-    views, never change them."""
+    previous views of this match is that same object (``s.view_memo``): a seat's entry is not even
+    rebuilt while the tuples it is made of (creatures, wizards, engines, queue, tokens, face-down
+    cards) are the same objects and its counts the same; card faces are kept per card while its
+    token and side stay. Read-only: callers encode views, never change them."""
     memo = s.view_memo
     shown_cards = memo.get("cards")
     if shown_cards is None:
         shown_cards = memo["cards"] = {}
-    face_down = set(s.attack.face_down) if s.attack is not None else set()
-    seat_views = [_kept(memo, ("seat", seat), _seat_view(s, seat, face_down, shown_cards))
-                  for seat in range(s.seats)]
+    face_down_cards = s.attack.face_down if s.attack is not None else ()
+    face_down = set(face_down_cards)
+    seat_views = []
+    for seat in range(s.seats):
+        # everything a seat's entry is built from: immutable tuples (compared by identity) and counts
+        inputs = (s.creatures[seat], s.wizards[seat], s.engines[seat], s.queue, s.tokens, face_down_cards,
+                  len(s.victory[seat]), len(s.hands[seat]), s.choices[seat] is not None)
+        last = memo.get(("seat", seat))
+        if last is not None and all(a is b for a, b in zip(last[0][:6], inputs[:6], strict=True)) \
+                and last[0][6:] == inputs[6:]:
+            seat_views.append(last[1])
+            continue
+        entry = _seat_view(s, seat, face_down, shown_cards)
+        if last is not None and last[1] == entry:
+            entry = last[1]
+        memo[("seat", seat)] = (inputs, entry)
+        seat_views.append(entry)
     last_seats = memo.get("seats")
     if (last_seats is not None and len(last_seats) == len(seat_views)
             and all(a is b for a, b in zip(last_seats, seat_views, strict=True))):
