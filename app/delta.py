@@ -31,6 +31,7 @@ A replace of the whole document has the path ``""``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["PatchError", "apply_patch", "diff"]
@@ -50,13 +51,67 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def diff(old: Any, new: Any) -> list[dict[str, Any]]:
+def diff(old: Any, new: Any, shared: dict[tuple[int, int, str], list[dict[str, Any]]] | None = None
+         ) -> list[dict[str, Any]]:
     """The RFC 6902 patch (list of ``{"op", "path"[, "value"]}``) turning ``old`` into ``new``.
     Both must be JSON trees (dict with str keys, list, str, int, float, bool, None); ``new``'s values
-    are put into the patch without copying (encode the patch before changing ``new``)."""
+    are put into the patch without copying (encode the patch before changing ``new``).
+
+    ``shared``: a dict (empty at first) passed to several diffs whose documents share sub-objects
+    (the audiences of one record: ``AudienceBook.advance``). A changed member met again — the same
+    old object, the same new object, at the same path — gets the operations found the first time
+    (the same dicts: patches are read-only) instead of a second walk. Only valid while every
+    document of those diffs is alive and unchanged (ids are the key): make it for one batch only."""
     ops: list[dict[str, Any]] = []
-    _diff(old, new, "", ops)
+    if shared is None:
+        _diff(old, new, "", ops)
+    else:
+        _diff_shared(old, new, "", ops, shared)
     return ops
+
+
+def _diff_shared(old: Any, new: Any, path: str, ops: list[dict[str, Any]],
+                 shared: dict[tuple[int, int, str], list[dict[str, Any]]]) -> None:
+    """:func:`_diff` with every changed container member (of dicts, and of lists of unchanged length)
+    looked up in / added to ``shared``; lists whose length changed get the plain head/tail walk."""
+    if old is new:
+        return
+    told = type(old)
+    if told is not type(new) or (told is not dict and told is not list):
+        _diff(old, new, path, ops)
+        return
+    if told is list and len(old) != len(new):  # the head/tail walk of lists: no sharing below
+        _diff(old, new, path, ops)
+        return
+    items: Iterable[tuple[Any, Any]] = new.items() if told is dict else enumerate(new)
+    for key, value in items:
+        if told is dict and key not in old:
+            ops.append({"op": "add", "path": path + "/" + _escape(key), "value": value})
+            continue
+        was = old[key]
+        if was is value:
+            continue
+        tv = type(value)
+        if type(was) is tv:
+            if was == value:
+                continue  # equal members: one comparison in C, as in _diff
+            if tv is dict or tv is list:
+                sub = f"{path}/{key}" if told is list else path + "/" + _escape(key)
+                memo_key = (id(was), id(value), sub)
+                found = shared.get(memo_key)
+                if found is None:  # first met: walk it, keep its operations for the other audiences
+                    start = len(ops)
+                    _diff_shared(was, value, sub, ops, shared)
+                    shared[memo_key] = ops[start:]
+                else:
+                    ops.extend(found)
+                continue
+        sub = f"{path}/{key}" if told is list else path + "/" + _escape(key)
+        ops.append({"op": "replace", "path": sub, "value": value})
+    if told is dict:
+        for key in old:
+            if key not in new:
+                ops.append({"op": "remove", "path": path + "/" + _escape(key)})
 
 
 def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:

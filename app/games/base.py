@@ -6,7 +6,8 @@ Nothing in ``app.games`` imports FastAPI, SQL or Redis. A game is one object wit
 - ``prompts(state) -> list[Prompt]``: who must act now.
 - ``apply(state, seat, action) -> (state, events)``: validates or raises :class:`IllegalAction`;
   never mutates its input state.
-- ``view(state, viewer) -> dict``: the only path from state to the wire.
+- ``view(state, viewer) -> dict``: the only path from state to the wire; ``views(state, viewers)``
+  the same for several viewers at once (the runtime's per-record path; shares work between them).
 - ``outcome(state) -> Outcome | None``.
 - ``check_action`` / ``can_act`` / ``legal_actions``: public legality (bots and tests use it).
 - ``hidden_tokens(state, viewer)``: what ``viewer`` must not see; ``info``: :class:`GameInfo`.
@@ -222,6 +223,14 @@ class Game(Protocol[StateT, ActionT]):
         dict, the only path from state to the wire. Contains no token of :meth:`hidden_tokens`."""
         ...
 
+    def views(self, state: StateT, viewers: Sequence[int]) -> list[dict[str, Any]]:
+        """``[self.view(state, v) for v in viewers]``, equal as exact JSON, built at once: the runtime
+        calls it once per log record for every audience (``AudienceBook``). An engine may share the
+        work and immutable sub-objects between the viewers and with earlier views; every view stays
+        its own top-level dict, and no view, nor any part of one, may be changed once returned.
+        Raises what :meth:`view` raises (e.g. for an unknown viewer)."""
+        ...
+
     def hidden_tokens(self, state: StateT, viewer: int) -> set[str]:
         """The card tokens in play that ``viewer`` must not be able to identify now (what the leak
         tests and the admin view's ``hidden_from`` use): none of them may appear in ``viewer``'s view
@@ -234,7 +243,8 @@ class Game(Protocol[StateT, ActionT]):
 
 
 class GameBase(Generic[StateT]):
-    """Shared plumbing for the three engines: the ``info`` mirrors and :meth:`can_act`.
+    """Shared plumbing for the three engines: the ``info`` mirrors, :meth:`can_act` and the default
+    :meth:`views`.
 
     ``check_action`` is the engine's own validation (the first step of its ``apply``)."""
 
@@ -255,6 +265,14 @@ class GameBase(Generic[StateT]):
 
     def check_action(self, state: StateT, seat: int, action: Mapping[str, Any]) -> None:  # pragma: no cover
         raise NotImplementedError
+
+    def view(self, state: StateT, viewer: int) -> dict[str, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def views(self, state: StateT, viewers: Sequence[int]) -> list[dict[str, Any]]:
+        """:meth:`Game.views`, by default one :meth:`view` per viewer (engines override it to share)."""
+        view = self.view
+        return [view(state, v) for v in viewers]
 
     def can_act(self, state: StateT, seat: int, action: Mapping[str, Any]) -> bool:
         """True if ``action`` by ``seat`` is legal now (:meth:`check_action` does not raise)."""

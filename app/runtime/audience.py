@@ -41,7 +41,8 @@ class AudienceBook:
         self.versions: list[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: list[dict[str, Any]] = [self.document(state, k, status, prompts) for k in self.keys]
+        self.docs: list[dict[str, Any]] = [{"status": status, "prompts": prompts, "view": view}
+                                           for view in game.views(state, self.keys)]
 
     def document(self, state: Any, viewer: int, status: str, prompts: list[dict[str, Any]]) -> dict[str, Any]:
         """``viewer``'s document: ``{"status": str, "prompts": [PromptInfo], "view": Game.view(...)}``."""
@@ -59,16 +60,23 @@ class AudienceBook:
         version of every audience whose document changed or that may see one of ``events``, and keep
         its new document. Returns, for each audience that changed (index → in ascending order), the
         RFC 6902 patch from its previous document to the new one (``app.delta.diff``; ``[]`` when only
-        events are new). The diff is also the test of change: one walk, no separate comparison."""
+        events are new). The diff is also the test of change: one walk, no separate comparison. The
+        views come from one ``Game.views`` call, and a part shared by several audiences (the same old
+        and new objects at the same path) is diffed once; patches may share operation dicts
+        (read-only, like the documents)."""
         changed: dict[int, list[dict[str, Any]]] = {}
-        for i, viewer in enumerate(self.keys):
-            doc = self.document(state, viewer, status, prompts)
-            patch = diff(self.docs[i], doc)
+        docs = self.docs
+        shared: dict[tuple[int, int, str], list[dict[str, Any]]] = {}  # parts common to audiences: diffed once
+        # one batch for every audience: the engine shares the work (and unchanged parts, which the
+        # diff then skips by identity) between the viewers and with the previous record's views
+        for i, (viewer, view) in enumerate(zip(self.keys, self.game.views(state, self.keys), strict=True)):
+            doc = {"status": status, "prompts": prompts, "view": view}
+            patch = diff(docs[i], doc, shared)
             if patch or any(e.visible_to(viewer) for e in events):
                 self.versions[i] += 1
                 # an unchanged document keeps its old object, so the copy clients hold stays exact
                 if patch:
-                    self.docs[i] = doc
+                    docs[i] = doc
                 changed[i] = patch
         return changed
 

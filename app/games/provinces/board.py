@@ -7,6 +7,8 @@ connected shapes). Province ids are assigned in reading order (by ``r``, then ``
 """
 from __future__ import annotations
 
+from typing import Any
+
 from app.games.base import Rng
 
 #: The six axial neighbour offsets of a hex cell.
@@ -20,7 +22,7 @@ class Board:
     - ``adjacent``: per province id, the sorted tuple of adjacent province ids.
     """
 
-    __slots__ = ("coords", "adjacent", "size", "_static")
+    __slots__ = ("coords", "adjacent", "size", "_static", "view_memo")
 
     def __init__(self, coords: tuple[tuple[int, int], ...], adjacent: tuple[tuple[int, ...], ...]) -> None:
         self.coords = coords
@@ -28,6 +30,17 @@ class Board:
         self.size = len(coords)
         # (id, q, r, adjacent list) for views, computed once per match.
         self._static = tuple((p, q, r, list(adjacent[p])) for p, (q, r) in enumerate(coords))
+        #: not part of the map: the view pieces last built from it (``view.render_many``), so that
+        #: unchanged provinces keep the same objects from version to version. Never pickled.
+        self.view_memo: dict[str, Any] = {}
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return None, {"coords": self.coords, "adjacent": self.adjacent, "size": self.size, "_static": self._static}
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        for name, value in state[1].items():
+            object.__setattr__(self, name, value)
+        self.view_memo = {}
 
     @classmethod
     def from_coords(cls, coords: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> "Board":

@@ -5,7 +5,7 @@ A thin, stateless class over the modules that hold each part: ``rules`` (setup, 
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -14,7 +14,7 @@ from app.games.base import Event, GameBase, GameInfo, LegalAction, Outcome, Prom
 from . import rules
 from .bots import GreedyBot, RandomBot
 from .state import Options, State
-from .view import hidden_tokens, render
+from .view import hidden_tokens, render, render_many
 
 
 class ProvincesGame(GameBase[State]):
@@ -71,6 +71,10 @@ class ProvincesGame(GameBase[State]):
     def view(self, state: State, viewer: int) -> dict[str, Any]:
         """The state as ``viewer`` may see it (rules 6.1–6.3)."""
         return render(state, viewer)
+
+    def views(self, state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
+        """``[view(state, v) for v in viewers]`` with the provinces built once and shared (rules 6.1–6.3)."""
+        return render_many(state, viewers)
 
     def hidden_tokens(self, state: State, viewer: int) -> set[str]:
         """Tokens ``viewer`` must not see now (unrevealed jokers of other seats; rule 6.1)."""

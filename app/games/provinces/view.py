@@ -6,7 +6,7 @@ marked ``"hidden": true``. Events use the same filter (:func:`visible_cards`).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from app.games.base import ADMIN
 
@@ -41,88 +41,135 @@ def hidden_tokens(state: State, viewer: int) -> set[str]:
 
 def render(state: State, viewer: int) -> dict[str, Any]:
     """The view of ``state`` for ``viewer`` (seat 0..n-1, SPECTATOR or ADMIN); see
-    ``docs/games/provinces.md`` for the shape."""
+    ``docs/games/provinces.md`` for the shape. ``render_many(state, [viewer])[0]``."""
+    return render_many(state, (viewer,))[0]
+
+
+def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
+    """``[render(state, v) for v in viewers]``, computed at once (rules 6.1–6.3 as :func:`render`).
+
+    Each province has three possible entries: the owner's (every card, ``received``), the admin's
+    (hidden jokers marked) and everyone else's (hidden jokers dropped, ``received`` None). Each is
+    built once per record and shared by the views that show it; an entry whose inputs (owner,
+    garrison, age, frontline, attacked, received) did not change since the last views built from
+    this board is the same object as then (``board.view_memo``), so the runtime's diff skips it by
+    identity. Views share these parts: read-only (callers encode them, never change them)."""
     owners = state.owners
     garrisons = state.garrisons
     ages = state.ages
     attacked = state.attacked
     received = state.received
     seats = state.seats
+    admin_wanted = ADMIN in viewers
+    memo = state.board.view_memo
+    last: list[Any] = memo.get("provinces")  # type: ignore[assignment]
+    if last is None or len(last) != len(owners):
+        last = memo["provinces"] = [None] * len(owners)
     province_count = [0] * seats
-    card_count = [0] * seats
-    provinces: list[dict[str, Any]] = []
-    append = provinces.append
-    admin = viewer == ADMIN
+    public_cards = [0] * seats  # the cards others see of each seat (no hidden joker)
+    all_cards = [0] * seats  # every card (what the owner and the admin count)
+    public: list[dict[str, Any]] = []  # per province: the entry of non-owners
+    mine: list[dict[str, Any]] = []  # the owner's entry
+    marked: list[dict[str, Any]] = []  # the admin's entry (filled only when ADMIN is asked for)
     for p, q, r, adjacent in state.board._static:
         owner = owners[p]
         garrison = garrisons[p]
-        if owner == viewer:
-            shown = [c.public for c in garrison]
-        elif admin:
-            shown = [c.public if c.value is not None else {**c.public, "hidden": True} for c in garrison]
-        else:
-            shown = [c.public for c in garrison if c.value is not None]
-        size = len(shown)
-        province_count[owner] += 1
-        card_count[owner] += size
         frontline = False
         for other in adjacent:
             if owners[other] != owner:
                 frontline = True
                 break
-        append({
-            "id": p,
-            "q": q,
-            "r": r,
-            "adjacent": adjacent[:],
-            "owner": owner,
-            "age": ages[p],
-            "size": size,
-            "garrison": shown,
-            "frontline": frontline,
-            "attacked": (attacked >> p) & 1 == 1,
-            # Rule 6.2: a move of hidden jokers only must leave no trace for others, so whether a
-            # province received cards this turn is told to its owner (and the admin) only.
-            "received": (received >> p) & 1 == 1 if owner == viewer or admin else None,
-        })
+        was_attacked = (attacked >> p) & 1 == 1
+        was_received = (received >> p) & 1 == 1
+        age = ages[p]
+        entry = last[p]
+        if (entry is None or entry[0] != owner or entry[1] is not garrison or entry[2] != age
+                or entry[3] is not frontline or entry[4] is not was_attacked or entry[5] is not was_received):
+            shown = [c.public for c in garrison if c.value is not None]
+            full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
+            base = {"id": p, "q": q, "r": r, "adjacent": adjacent[:], "owner": owner, "age": age}
+            tail = {"frontline": frontline, "attacked": was_attacked}
+            entry = last[p] = [
+                owner, garrison, age, frontline, was_attacked, was_received,
+                {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
+                {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
+                None,
+            ]
+        province_count[owner] += 1
+        public_entry = entry[6]
+        owner_entry = entry[7]
+        public_cards[owner] += public_entry["size"]
+        all_cards[owner] += owner_entry["size"]
+        public.append(public_entry)
+        mine.append(owner_entry)
+        if admin_wanted:
+            admin_entry = entry[8]
+            if admin_entry is None:
+                if public_entry["size"] == owner_entry["size"]:  # nothing hidden: the owner's entry
+                    admin_entry = owner_entry
+                else:
+                    admin_entry = {**owner_entry, "garrison": [
+                        c.public if c.value is not None else {**c.public, "hidden": True} for c in garrison]}
+                entry[8] = admin_entry
+            marked.append(admin_entry)
     eliminated = state.eliminated
+    alive = [s not in eliminated for s in range(seats)]
+    seat_public = [{"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": public_cards[s]}
+                   for s in range(seats)]
+    seat_all = [seat_public[s] if public_cards[s] == all_cards[s] else
+                {"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": all_cards[s]}
+                for s in range(seats)]
     result = state.result
-    view: dict[str, Any] = {
-        "game": "provinces",
-        "viewer": viewer,
-        "phase": "over" if result is not None else "turn",
-        "phase_id": state.phase_id,
-        "turn": state.turn,
-        "round": state.round,
-        "current_seat": state.current,
-        "seat_order": list(state.seat_order),
-        "seats": [
-            {
-                "seat": s,
-                "alive": s not in eliminated,
-                "provinces": province_count[s],
-                "cards": card_count[s],
-            }
-            for s in range(seats)
-        ],
-        "provinces": provinces,
-        # Counted for the seat to move (and the admin) only: others could count hidden-joker moves.
-        "actions_this_turn": state.actions if viewer == state.current or admin else None,
-        "options": {
-            "turn_seconds": state.options.turn_seconds,
-            "max_rounds": state.options.max_rounds,
-            "tie_rule": state.options.tie_rule,
-        },
-        "max_garrison": 7,
-        "dealing_mode": state.dealing[viewer] if 0 <= viewer < seats else None,
-        "outcome": None if result is None else result.to_wire(),
-    }
-    if viewer == ADMIN:
-        view["dealing_modes"] = list(state.dealing)
-        view["shoe"] = [_ident_name(i) for i in reversed(state.shoe)]
-        view["discard"] = [_ident_name(i) for i in state.discard]
-        view["next_token"] = state.next_token
-    return view
+    outcome = None if result is None else result.to_wire()
+    options = state.options
+    shared_options = memo.get("options")
+    if shared_options is None or shared_options[0] is not options:
+        shared_options = memo["options"] = (options, {
+            "turn_seconds": options.turn_seconds,
+            "max_rounds": options.max_rounds,
+            "tie_rule": options.tie_rule,
+        })
+    seat_order = list(state.seat_order)
+    phase = "over" if result is not None else "turn"
+    current = state.current
+    views: list[dict[str, Any]] = []
+    for viewer in viewers:
+        admin = viewer == ADMIN
+        if admin:
+            provinces = marked
+            seat_list = seat_all
+        elif 0 <= viewer < seats and viewer in owners:
+            provinces = [mine[p] if owner == viewer else public[p] for p, owner in enumerate(owners)]
+            seat_list = seat_public if seat_all[viewer] is seat_public[viewer] else [
+                seat_all[s] if s == viewer else seat_public[s] for s in range(seats)]
+        else:  # spectators and seats without a province see every province as the public does
+            provinces = public
+            seat_list = seat_public
+        view: dict[str, Any] = {
+            "game": "provinces",
+            "viewer": viewer,
+            "phase": phase,
+            "phase_id": state.phase_id,
+            "turn": state.turn,
+            "round": state.round,
+            "current_seat": current,
+            "seat_order": seat_order,
+            "seats": seat_list,
+            "provinces": provinces,
+            # Counted for the seat to move (and the admin) only: others could count hidden-joker moves.
+            "actions_this_turn": state.actions if viewer == current or admin else None,
+            "options": shared_options[1],
+            "max_garrison": 7,
+            "dealing_mode": state.dealing[viewer] if 0 <= viewer < seats else None,
+            "outcome": outcome,
+        }
+        if admin:
+            view["dealing_modes"] = list(state.dealing)
+            view["shoe"] = [_ident_name(i) for i in reversed(state.shoe)]
+            view["discard"] = [_ident_name(i) for i in state.discard]
+            view["next_token"] = state.next_token
+        views.append(view)
+    return views
 
 
 def _ident_name(ident: int) -> str:
@@ -132,4 +179,4 @@ def _ident_name(ident: int) -> str:
     return f"{RANKS[k >> 2]} {SUITS[k & 3]}"
 
 
-__all__ = ["visible_cards", "hidden_tokens", "render"]
+__all__ = ["visible_cards", "hidden_tokens", "render", "render_many"]

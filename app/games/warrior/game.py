@@ -8,7 +8,7 @@ The card set is read on first use (not at import) and cached by the instance.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -101,6 +101,10 @@ class WarriorGame(GameBase[WarriorState]):
     def view(self, state: WarriorState, viewer: int) -> dict[str, Any]:
         """:func:`app.games.warrior.view.view` (warrior.md 7)."""
         return view_module.view(state, viewer)
+
+    def views(self, state: WarriorState, viewers: Sequence[int]) -> list[dict[str, Any]]:
+        """:func:`app.games.warrior.view.views`: the public part built once for all ``viewers``."""
+        return view_module.views(state, viewers)
 
     def hidden_tokens(self, state: WarriorState, viewer: int) -> set[str]:
         """:func:`app.games.warrior.view.hidden_tokens`."""

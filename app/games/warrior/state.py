@@ -6,7 +6,7 @@ every mutable container one level down, so ``apply`` clones once and then edits 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from app.games.base import CardTokens, Outcome, Rng
@@ -136,6 +136,10 @@ class WarriorState:
     rng_owned: bool = True
     #: The attacker's options while the TARGET phase is open (nothing changes during it); never mutated.
     target_cache: Any = None
+    #: Not part of the match: the public view pieces last built for it (``view.views``), shared by
+    #: every state cloned from the same setup so that unchanged pieces keep their objects from version
+    #: to version. Not compared, not pickled (a copy starts with an empty memo).
+    view_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def empty(cls, seats: int, timing: Timing, card_set: CardSet, rng: Rng, token_source: CardTokens) -> "WarriorState":
@@ -158,7 +162,16 @@ class WarriorState:
             self.victory[:], self.hands[:], self.keep_counts, self.choices[:], self.waiting, self.phase,
             self.phase_id, self.round, self.attack.clone() if self.attack is not None else None, self.queue,
             self.losses, self.after_siege, self.last_siege, self.result, False, self.target_cache,
+            self.view_memo,
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "view_memo"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.view_memo = {}
 
     def draw_rng(self) -> Rng:
         """The match rng, ready to draw from: every shuffle and roll goes through here."""

@@ -7,7 +7,7 @@ Hidden from all: the pile's order (pile cards carry no token at all).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from app.games.base import ADMIN, SPECTATOR
 from app.games.warrior import attack as attack_rules
@@ -33,7 +33,8 @@ def hidden_tokens(s: WarriorState, viewer: int) -> set[str]:
     return {s.tokens[c] for seat in range(s.seats) if seat != viewer for c in s.hands[seat]}  # type: ignore[misc]
 
 
-def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_down: set[int]) -> dict[str, Any]:
+def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_down: set[int],
+                 shown_cards: dict[int, Any]) -> dict[str, Any]:
     defs = s.card_set.cards
     faces = s.card_set.faces
     tokens = s.tokens
@@ -46,7 +47,11 @@ def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_d
             infantry += d.infantry
             archer += d.archer
             knight += d.knight
-        shown.append({"id": tokens[c], **faces[c], "face_up": up})
+        token = tokens[c]
+        last = shown_cards.get(c)
+        if last is None or last[0] != token or last[1] is not up:
+            last = shown_cards[c] = (token, up, {"id": token, **faces[c], "face_up": up})
+        shown.append(last[2])
     wizard = s.wizard_of(seat, race)
     return {
         "race": s.card_set.races[race],
@@ -58,7 +63,7 @@ def _nation_view(s: WarriorState, seat: int, race: int, cards: list[int], face_d
     }
 
 
-def _seat_view(s: WarriorState, seat: int, face_down: set[int]) -> dict[str, Any]:
+def _seat_view(s: WarriorState, seat: int, face_down: set[int], shown_cards: dict[int, Any]) -> dict[str, Any]:
     race_of = s.card_set.race_of
     by_race: dict[int, list[int]] = {}
     for c in s.creatures[seat]:
@@ -70,7 +75,7 @@ def _seat_view(s: WarriorState, seat: int, face_down: set[int]) -> dict[str, Any
     races = s.card_set.races
     return {
         "seat": seat,
-        "nations": [_nation_view(s, seat, r, by_race[r], face_down) for r in sorted(by_race)],
+        "nations": [_nation_view(s, seat, r, by_race[r], face_down, shown_cards) for r in sorted(by_race)],
         "wizards": [{"wizard": common.face(s, w), "nation": races[r]} for w, r in s.wizards[seat]],
         "engines": [common.face(s, e) for e in s.engines[seat]],
         "attack_cards": [
@@ -176,36 +181,102 @@ def _decision(s: WarriorState, seat: int) -> dict[str, Any] | None:
 
 
 def view(s: WarriorState, viewer: int) -> dict[str, Any]:
-    """The state as ``viewer`` (a seat, SPECTATOR or ADMIN) may see it; plain JSON-able dict."""
-    face_down = set(s.attack.face_down) if s.attack is not None else set()
-    out: dict[str, Any] = {
-        "game": "warrior",
-        "phase": s.phase,
-        "phase_id": s.phase_id,
-        "round": s.round,
-        "viewer": viewer,
-        "races": list(s.card_set.race_table),
-        "seats": [_seat_view(s, seat, face_down) for seat in range(s.seats)],
-        "waiting": list(s.waiting),
-        "pile_size": len(s.pile),
-        "discards": [common.face(s, c) for c in s.discards],
-        "attack": _attack_view(s),
-        "attack_order": [
-            {"seat": seat, "number": s.card_set.cards[c].number, "card": s.tokens[c]} for c, seat, _ in s.queue
-        ],
-        "last_siege": list(s.last_siege),
-        "decision": _decision(s, viewer) if viewer >= 0 else None,
-        "outcome": s.result.to_wire() if s.result is not None else None,
-    }
-    if s.phase == OVER:
-        points, majorities = rules.score(s)
-        out["scores"] = points
-        out["majorities"] = majorities
-    if viewer == ADMIN:
-        hidden = hidden_tokens(s, SPECTATOR)
-        out["hands"] = [
-            [{**common.face(s, c), "hidden": s.tokens[c] in hidden} for c in s.hands[seat]] for seat in range(s.seats)
-        ]
-        out["decisions"] = [_decision(s, seat) for seat in range(s.seats)]
-        out["pile"] = [dict(s.card_set.faces[c], hidden=True) for c in reversed(s.pile)]
-    return out
+    """The state as ``viewer`` (a seat, SPECTATOR or ADMIN) may see it; plain JSON-able dict.
+    ``views(s, [viewer])[0]``."""
+    return views(s, (viewer,))[0]
+
+
+def _kept(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    """``value``, or the equal piece built for ``key`` last time (so an unchanged piece keeps its
+    object from version to version and the runtime's diff skips it by identity)."""
+    last = memo.get(key)
+    if last is not None and type(last) is type(value) and last == value:
+        return last
+    memo[key] = value
+    return value
+
+
+def views(s: WarriorState, viewers: Sequence[int]) -> list[dict[str, Any]]:
+    """``[view(s, v) for v in viewers]`` (warrior.md 7), the public part built once: everything but
+    ``decision`` (a seat's own) and the admin's ``hands``, ``decisions`` and ``pile`` is the same for
+    every viewer and is shared by their views, and a public piece equal to the one built for the
+    previous views of this match is that same object (``s.view_memo``): a seat's entry is not even
+    rebuilt while the tuples it is made of (creatures, wizards, engines, queue, tokens, face-down
+    cards) are the same objects and its counts the same; card faces are kept per card while its
+    token and side stay. Read-only: callers encode views, never change them."""
+    memo = s.view_memo
+    shown_cards = memo.get("cards")
+    if shown_cards is None:
+        shown_cards = memo["cards"] = {}
+    face_down_cards = s.attack.face_down if s.attack is not None else ()
+    face_down = set(face_down_cards)
+    seat_views = []
+    for seat in range(s.seats):
+        # everything a seat's entry is built from: immutable tuples (compared by identity) and counts
+        inputs = (s.creatures[seat], s.wizards[seat], s.engines[seat], s.queue, s.tokens, face_down_cards,
+                  len(s.victory[seat]), len(s.hands[seat]), s.choices[seat] is not None)
+        last = memo.get(("seat", seat))
+        if last is not None and all(a is b for a, b in zip(last[0][:6], inputs[:6], strict=True)) \
+                and last[0][6:] == inputs[6:]:
+            seat_views.append(last[1])
+            continue
+        entry = _seat_view(s, seat, face_down, shown_cards)
+        if last is not None and last[1] == entry:
+            entry = last[1]
+        memo[("seat", seat)] = (inputs, entry)
+        seat_views.append(entry)
+    last_seats = memo.get("seats")
+    if (last_seats is not None and len(last_seats) == len(seat_views)
+            and all(a is b for a, b in zip(last_seats, seat_views, strict=True))):
+        seat_views = last_seats
+    else:
+        memo["seats"] = seat_views
+    races = _kept(memo, "races", list(s.card_set.race_table))
+    waiting = list(s.waiting)
+    discards = _kept(memo, "discards", [common.face(s, c) for c in s.discards])
+    attack = _attack_view(s)
+    if attack is not None:
+        attack = _kept(memo, "attack", attack)
+    attack_order = _kept(memo, "attack_order", [
+        {"seat": seat, "number": s.card_set.cards[c].number, "card": s.tokens[c]} for c, seat, _ in s.queue])
+    last_siege = _kept(memo, "last_siege", list(s.last_siege))
+    outcome = s.result.to_wire() if s.result is not None else None
+    scored = rules.score(s) if s.phase == OVER else None
+    decisions: dict[int, dict[str, Any] | None] = {}
+
+    def decision(seat: int) -> dict[str, Any] | None:
+        if seat not in decisions:
+            decisions[seat] = _decision(s, seat)
+        return decisions[seat]
+
+    out_views: list[dict[str, Any]] = []
+    for viewer in viewers:
+        out: dict[str, Any] = {
+            "game": "warrior",
+            "phase": s.phase,
+            "phase_id": s.phase_id,
+            "round": s.round,
+            "viewer": viewer,
+            "races": races,
+            "seats": seat_views,
+            "waiting": waiting,
+            "pile_size": len(s.pile),
+            "discards": discards,
+            "attack": attack,
+            "attack_order": attack_order,
+            "last_siege": last_siege,
+            "decision": decision(viewer) if viewer >= 0 else None,
+            "outcome": outcome,
+        }
+        if scored is not None:
+            out["scores"], out["majorities"] = scored
+        if viewer == ADMIN:
+            hidden = hidden_tokens(s, SPECTATOR)
+            out["hands"] = [
+                [{**common.face(s, c), "hidden": s.tokens[c] in hidden} for c in s.hands[seat]]
+                for seat in range(s.seats)
+            ]
+            out["decisions"] = [decision(seat) for seat in range(s.seats)]
+            out["pile"] = [dict(s.card_set.faces[c], hidden=True) for c in reversed(s.pile)]
+        out_views.append(out)
+    return out_views
