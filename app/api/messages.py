@@ -28,7 +28,8 @@ class Hello(_Msg):
 class Act(_Msg):
     """An action for your seat; answered by exactly one ack or error with the same seq."""
     type: Literal["act"]
-    seq: int = Field(ge=0, description="your own increasing number; a repeat is answered, never re-applied")
+    seq: int = Field(ge=0, description="your own number for this action (fresh per action, need not increase); "
+                                       "a repeat is answered with the first answer, never re-applied")
     action: dict[str, Any] = Field(description="the game action: {'type': ..., ...} (see docs/games/)")
     version: int | None = Field(None, ge=0, description="the state.version you decided on")
 

@@ -167,9 +167,11 @@ def parse_hello(value: Any) -> Hello:
     if not isinstance(token, str):
         raise ProtocolError("bad_hello", "hello needs 'token': a string (your bearer token)", CLOSE_UNAUTHORIZED)
     since = value.get("since_version")
-    if value.get("as") not in (None, "spectator", "admin") or (since is not None and not _is_count(since)):
-        raise ProtocolError("bad_hello", "'as' must be \"spectator\" or \"admin\"; "
-                                         "'since_version' a version number", CLOSE_UNAUTHORIZED)
+    if value.get("as") not in (None, "spectator", "admin"):
+        raise ProtocolError("bad_hello", "'as' must be \"spectator\" or \"admin\" (or left out)", CLOSE_UNAUTHORIZED)
+    if since is not None and not _is_count(since):
+        raise ProtocolError("bad_hello", "'since_version' must be a version number (an integer >= 0)",
+                            CLOSE_UNAUTHORIZED)
     deltas = value.get("deltas", True)
     if not isinstance(deltas, bool):
         raise ProtocolError("bad_hello", "'deltas' must be true or false", CLOSE_UNAUTHORIZED)
