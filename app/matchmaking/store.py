@@ -63,6 +63,9 @@ class TicketStore(Protocol):
     async def wait(self, ticket_id: str, timeout: float) -> None:
         """Return when the ticket may have changed (matched or cancelled), or after ``timeout`` s."""
 
+    def waiters(self) -> int:
+        """How many :meth:`wait` calls are waiting on this node now."""
+
 
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -82,6 +85,10 @@ class _Waiters:
     def wake(self, ticket_id: str) -> None:
         for event in self._events.get(ticket_id, ()):
             event.set()
+
+    def count(self) -> int:
+        """Long-polls waiting now (all tickets)."""
+        return sum(len(events) for events in self._events.values())
 
     async def wait(self, ticket_id: str, timeout: float) -> None:
         event = asyncio.Event()
@@ -199,6 +206,10 @@ class LocalTicketStore:
     async def wait(self, ticket_id: str, timeout: float) -> None:
         await self._waiters.wait(ticket_id, timeout)
 
+    def waiters(self) -> int:
+        """Long-polls waiting on this node now (``bannerfall_matchmaking_long_polls``)."""
+        return self._waiters.count()
+
 
 # --------------------------------------------------------------------------- Redis
 _CREATE = """
@@ -310,6 +321,8 @@ class RedisTicketStore:
         self.recheck = recheck
         self._waiters = _Waiters()
         self._listener: asyncio.Task | None = None
+        #: set while the event channel is subscribed (wake-ups reach this node's long-polls)
+        self.subscribed = asyncio.Event()
         self._create = client.register_script(_CREATE)
         self._cancel = client.register_script(_CANCEL)
         self._claim = client.register_script(_CLAIM)
@@ -334,12 +347,14 @@ class RedisTicketStore:
             pubsub = sub.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(channel)
+                self.subscribed.set()
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         self._waiters.wake(_s(message["data"]))
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:  # the long-poll re-reads anyway; resubscribe shortly
+                self.subscribed.clear()
                 log.warning("matchmaking event channel lost (%s); resubscribing", type(exc).__name__)
                 await asyncio.sleep(1.0)
             finally:
@@ -408,3 +423,7 @@ class RedisTicketStore:
 
     async def wait(self, ticket_id: str, timeout: float) -> None:
         await self._waiters.wait(ticket_id, min(timeout, self.recheck))
+
+    def waiters(self) -> int:
+        """Long-polls waiting on this node now (``bannerfall_matchmaking_long_polls``)."""
+        return self._waiters.count()

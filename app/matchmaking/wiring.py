@@ -41,4 +41,7 @@ def make_matchmaking(settings: Any, backends: Any, repo: Any, manager: Any,
                            ("settled", "Expired quick-play claims this node settled")):
             gauge = Gauge(f"bannerfall_matchmaking_{name}_total", text, registry=registry)
             gauge.set_function(functools.partial(getattr, service, name))
+        polls = Gauge("bannerfall_matchmaking_long_polls", "Quick-play long-polls waiting on this node now",
+                      registry=registry)
+        polls.set_function(store.waiters)
     return service

@@ -41,7 +41,10 @@ async def test_two_players_queue_long_poll_and_meet_in_the_match(server):
         assert ta["status"] == "waiting" and ta["match_id"] is None and ta["window"] >= 0
         started = time.monotonic()
         polling = asyncio.create_task(a.ticket(ta["id"], wait=20))  # answers when matched
-        await asyncio.sleep(0.3)
+        async with httpx.AsyncClient() as raw:  # the long-poll is waiting before the second ticket
+            deadline = time.monotonic() + 10
+            while "bannerfall_matchmaking_long_polls 1.0" not in (await raw.get(server.url + "/metrics")).text:
+                assert time.monotonic() < deadline, "the long-poll never started waiting"
         tb = await b.queue("provinces", 2, {"turn_seconds": 600})
         got = await asyncio.wait_for(polling, 25)
         assert got["status"] == "matched" and time.monotonic() - started < 10

@@ -47,10 +47,13 @@ class Starts:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self.gate: asyncio.Event | None = None
+        #: set when a start reached a closed ``gate`` (the node is stalled there)
+        self.held = asyncio.Event()
         self.started: list[dict[str, Any]] = []
 
     async def __call__(self, game: str, options: dict, seats: list, *, lobby_id: str) -> Any:
         if self.gate is not None:
+            self.held.set()
             await self.gate.wait()
         base = {"id": uuid.uuid4().hex, "game": game, "options": options, "seat_count": len(seats), "seed": "00",
                 "seed_hash": "00", "status": "running", "lobby_id": lobby_id, "deadlines": {}, "outcome": None,
@@ -132,7 +135,11 @@ async def test_a_stalled_claim_is_fenced_off_and_its_tickets_matched_once(nodes)
     tickets = await queue(a, 2)
     a.starts.gate = asyncio.Event()
     stalled = asyncio.create_task(a.tick())  # a claims, makes the lobby, then stalls before the start
-    await asyncio.sleep(0.5)  # past the 0.3 s claim
+    await asyncio.wait_for(a.starts.held.wait(), 10)
+    deadline = time.monotonic() + 10
+    while not await b.store.expired_claims(time.time()):  # past the 0.3 s claim
+        assert time.monotonic() < deadline, "a's claim never expired"
+        await asyncio.sleep(0.02)
     assert await b.tick() == 1  # b settles the claim (closes a's lobby), then matches the tickets
     a.starts.gate.set()
     assert await asyncio.wait_for(stalled, 10) == 0  # a's start is refused: the lobby is closed

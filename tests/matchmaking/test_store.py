@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.matchmaking.store import TicketExists
+from app.matchmaking.store import RedisTicketStore, TicketExists
 from tests.matchmaking.conftest import new_ticket
 
 
@@ -106,10 +106,13 @@ async def test_a_claim_in_another_pool_is_refused(make_store):
 async def test_wait_wakes_when_the_ticket_is_matched(make_store):
     waiter_store, other = await make_store(), await make_store()
     a, b = await other.create(new_ticket("pa")), await other.create(new_ticket("pb"))
-    await asyncio.sleep(0.2)  # the Redis listener subscribes in the background
+    if isinstance(waiter_store, RedisTicketStore):  # its listener subscribes in the background
+        await asyncio.wait_for(waiter_store.subscribed.wait(), 5.0)
     started = time.monotonic()
     waiting = asyncio.create_task(waiter_store.wait(a["id"], 10.0))
-    await asyncio.sleep(0.05)
+    while waiter_store.waiters() == 0:  # the task has reached its wait
+        assert time.monotonic() - started < 5.0
+        await asyncio.sleep(0)
     assert await other.claim("c", a["pool"], [a["id"], b["id"]], time.time() + 30)
     await other.finish("c", "m", "c")
     await asyncio.wait_for(waiting, 5.0)
