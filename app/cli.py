@@ -380,7 +380,7 @@ def _replay(match_id: str, database_url: str | None, events: bool) -> None:
     match, actions = asyncio.run(_load(match_id, url))
     names = _seat_names(match)
     try:
-        result = do_replay(match, actions, keep_events=len(actions) + 1)
+        result = do_replay(match, actions, keep_events=len(actions) + 1, audiences=False)
     except ReplayMismatch as exc:
         typer.echo(f"FAIL: {match['id']}: log does not replay: {exc}")
         raise typer.Exit(EXIT_FAILED) from None
@@ -428,7 +428,7 @@ def _verify(match_id: str, database_url: str | None) -> None:
     if seed_commitment(bytes.fromhex(match["seed"])) != match["seed_hash"]:
         problems.append("seed does not match seed_hash")
     try:
-        result = do_replay(match, actions)
+        result = do_replay(match, actions, audiences=False)
     except ReplayMismatch as exc:
         problems.append(f"log does not replay: {exc}")
         result = None

@@ -47,19 +47,22 @@ def initial_state(game: Game, match: MatchRow):
 
 
 def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256,
-           until: int | None = None) -> Replayed:
+           until: int | None = None, audiences: bool = True) -> Replayed:
     """Re-run ``actions`` (log rows in ``seq`` order) from the match's seed.
 
     Raises :class:`ReplayMismatch` if a logged action is rejected or a ``seq`` is missing.
-    ``until``: stop after that version (admin step-through)."""
+    ``until``: stop after that version (admin step-through). ``audiences``: also derive every
+    audience's versions and documents (``book``, the third member of each history entry,
+    ``phase_start_versions``; what a runner rebuilt from the log needs). Without them (``bannerfall
+    verify``/``replay``, the admin step-through) no view is built: history entries carry ``()``."""
     game = registry()[match["game"]]
     state = initial_state(game, match)
     out = Replayed(game=game, state=state, version=0, last_deadlines=match.get("deadlines"))
     out.phase_starts = {int(k): 0 for k in (match.get("deadlines") or {})}
     book = AudienceBook(game, match["seat_count"], state, "running",
-                        public_prompts(game.prompts(state), _deadlines(match.get("deadlines"))))
+                        public_prompts(game.prompts(state), _deadlines(match.get("deadlines")))) if audiences else None
     #: audience versions after each version (index = version), for phase starts
-    after: list[tuple[int, ...]] = [tuple(book.versions)]
+    after: list[tuple[int, ...]] = [tuple(book.versions) if book is not None else ()]
     out.history_floor = after[0]
     status = "running"
     for row in actions:
@@ -72,8 +75,9 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
             out.last_deadlines = row["deadlines"]
             out.phase_starts = _starts(out.phase_starts, row)
             status = "aborted"
-            book.advance(state, status, [], [])
-            after.append(tuple(book.versions))
+            if book is not None:
+                book.advance(state, status, [], [])
+            after.append(tuple(book.versions) if book is not None else ())
             _keep(out, (row["seq"], [], after[-1]), keep_events)
             continue
         seat = row["seat"]
@@ -88,10 +92,11 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
         out.phase_starts = _starts(out.phase_starts, row)
         if status == "running" and game.outcome(state) is not None:
             status = "finished"
-        book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events)
-        after.append(tuple(book.versions))
+        if book is not None:
+            book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events)
+        after.append(tuple(book.versions) if book is not None else ())
         client_seq = row.get("client_seq")
-        if client_seq is not None:
+        if client_seq is not None and book is not None:
             out.client_seqs.setdefault(seat, {})[client_seq] = book.versions[seat]
         _keep(out, (row["seq"], events, after[-1]), keep_events)
     out.state = state

@@ -82,7 +82,8 @@ async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
     refuse_seated_admin(m, admin)
     actions = await repo.actions(match_id)
     try:
-        result = replay(cast(MatchRow, m), cast(list[LogRow], actions), until=version, keep_events=1)
+        result = replay(cast(MatchRow, m), cast(list[LogRow], actions), until=version, keep_events=1,
+                        audiences=False)
     except ReplayMismatch as exc:
         raise ApiError(409, "replay_mismatch", str(exc)) from None
     events = [{**e.to_wire(), "audience": None if e.audience is None else sorted(e.audience)}
