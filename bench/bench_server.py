@@ -646,6 +646,8 @@ def main() -> None:
                     help="after the measurements, py-spy the server for this long under closed-loop load")
     ap.add_argument("--profile-phase", choices=("closed", "open"), default="closed",
                     help="the load while profiling: closed loop (max) or open loop at the --open-fraction rate")
+    ap.add_argument("--profile-native", action="store_true",
+                    help="py-spy --native: C frames too (uvloop, orjson, the interpreter's own work)")
     ap.add_argument("--profile-out", type=Path, default=None, help="speedscope file (default: in the temp dir)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--keep-tmp", action="store_true")
@@ -729,7 +731,9 @@ def main() -> None:
         if args.profile:
             out = args.profile_out or tmp / "server.speedscope.json"
             spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
-                                    "-r", "100", "--nonblocking", "-f", "speedscope", "-o", str(out)],
+                                    "-r", "100", "-f", "speedscope", "-o", str(out)]
+                                   # native frames need the process stopped at each sample
+                                   + (["--native"] if args.profile_native else ["--nonblocking"]),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             pcmd: dict[str, Any] = {"cmd": "run", "mode": args.profile_phase, "seconds": args.profile + 2}
             if args.profile_phase == "open":

@@ -55,56 +55,25 @@ def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
     this board is the same object as then (``board.view_memo``), so the runtime's diff skips it by
     identity. Views share these parts: read-only (callers encode them, never change them)."""
     owners = state.owners
-    garrisons = state.garrisons
-    ages = state.ages
-    attacked = state.attacked
-    received = state.received
     seats = state.seats
     admin_wanted = ADMIN in viewers
     memo = state.board.view_memo
-    last: list[Any] = memo.get("provinces")  # type: ignore[assignment]
-    if last is None or len(last) != len(owners):
-        last = memo["provinces"] = [None] * len(owners)
-    province_count = [0] * seats
-    public_cards = [0] * seats  # the cards others see of each seat (no hidden joker)
-    all_cards = [0] * seats  # every card (what the owner and the admin count)
-    public: list[dict[str, Any]] = []  # per province: the entry of non-owners
-    mine: list[dict[str, Any]] = []  # the owner's entry
-    marked: list[dict[str, Any]] = []  # the admin's entry (filled only when ADMIN is asked for)
-    for p, q, r, adjacent in state.board._static:
-        owner = owners[p]
-        garrison = garrisons[p]
-        frontline = False
-        for other in adjacent:
-            if owners[other] != owner:
-                frontline = True
-                break
-        was_attacked = (attacked >> p) & 1 == 1
-        was_received = (received >> p) & 1 == 1
-        age = ages[p]
-        entry = last[p]
-        if (entry is None or entry[0] != owner or entry[1] is not garrison or entry[2] != age
-                or entry[3] is not frontline or entry[4] is not was_attacked or entry[5] is not was_received):
-            shown = [c.public for c in garrison if c.value is not None]
-            full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
-            base = {"id": p, "q": q, "r": r, "adjacent": adjacent[:], "owner": owner, "age": age}
-            tail = {"frontline": frontline, "attacked": was_attacked}
-            entry = last[p] = [
-                owner, garrison, age, frontline, was_attacked, was_received,
-                {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
-                {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
-                None,
-            ]
-        province_count[owner] += 1
-        public_entry = entry[6]
-        owner_entry = entry[7]
-        public_cards[owner] += public_entry["size"]
-        all_cards[owner] += owner_entry["size"]
-        public.append(public_entry)
-        mine.append(owner_entry)
-        if admin_wanted:
+    province_count, public_cards, all_cards, public, mine, stamp = _board_entries(state, memo)
+    # The lists of the previous call are kept (with the stamp they were built at): when no entry was
+    # rebuilt since, a viewer gets the very same list object, which the runtime's diff skips by identity.
+    lists: dict[Any, tuple[int, list[dict[str, Any]]]] = memo.setdefault("lists", {})
+    marked: list[dict[str, Any]] = []  # the admin's entries (only when ADMIN is asked for)
+    kept = lists.get(ADMIN)
+    if not admin_wanted:
+        pass
+    elif kept is not None and kept[0] == stamp:
+        marked = kept[1]
+    else:
+        entries: list[Any] = memo["provinces"]
+        for entry, garrison in zip(entries, state.garrisons, strict=True):
             admin_entry = entry[8]
             if admin_entry is None:
+                public_entry, owner_entry = entry[6], entry[7]
                 if public_entry["size"] == owner_entry["size"]:  # nothing hidden: the owner's entry
                     admin_entry = owner_entry
                 else:
@@ -112,13 +81,20 @@ def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
                         c.public if c.value is not None else {**c.public, "hidden": True} for c in garrison]}
                 entry[8] = admin_entry
             marked.append(admin_entry)
+        lists[ADMIN] = (stamp, marked)
     eliminated = state.eliminated
     alive = [s not in eliminated for s in range(seats)]
-    seat_public = [{"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": public_cards[s]}
-                   for s in range(seats)]
-    seat_all = [seat_public[s] if public_cards[s] == all_cards[s] else
-                {"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": all_cards[s]}
-                for s in range(seats)]
+    seat_key = (tuple(alive), tuple(province_count), tuple(public_cards), tuple(all_cards))
+    kept_seats = memo.get("seats")
+    if kept_seats is not None and kept_seats[0] == seat_key:
+        seat_public, seat_all = kept_seats[1], kept_seats[2]
+    else:
+        seat_public = [{"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": public_cards[s]}
+                       for s in range(seats)]
+        seat_all = [seat_public[s] if public_cards[s] == all_cards[s] else
+                    {"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": all_cards[s]}
+                    for s in range(seats)]
+        memo["seats"] = (seat_key, seat_public, seat_all)
     result = state.result
     outcome = None if result is None else result.to_wire()
     options = state.options
@@ -139,9 +115,21 @@ def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
             provinces = marked
             seat_list = seat_all
         elif 0 <= viewer < seats and viewer in owners:
-            provinces = [mine[p] if owner == viewer else public[p] for p, owner in enumerate(owners)]
-            seat_list = seat_public if seat_all[viewer] is seat_public[viewer] else [
-                seat_all[s] if s == viewer else seat_public[s] for s in range(seats)]
+            kept = lists.get(viewer)
+            if kept is not None and kept[0] == stamp:
+                provinces = kept[1]
+            else:
+                provinces = [mine[p] if owner == viewer else public[p] for p, owner in enumerate(owners)]
+                lists[viewer] = (stamp, provinces)
+            if seat_all[viewer] is seat_public[viewer]:
+                seat_list = seat_public
+            else:
+                kept_own = memo.get(f"seats/{viewer}")
+                if kept_own is not None and kept_own[0] is seat_all[viewer] and kept_own[1] is seat_public:
+                    seat_list = kept_own[2]
+                else:
+                    seat_list = [seat_all[s] if s == viewer else seat_public[s] for s in range(seats)]
+                    memo[f"seats/{viewer}"] = (seat_all[viewer], seat_public, seat_list)
         else:  # spectators and seats without a province see every province as the public does
             provinces = public
             seat_list = seat_public
@@ -170,6 +158,83 @@ def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
             view["next_token"] = state.next_token
         views.append(view)
     return views
+
+
+def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
+        list[int], list[int], list[int], list[dict[str, Any]], list[dict[str, Any]], int]:
+    """The board part of the views: (provinces per seat, cards others see per seat, all cards per
+    seat, each province's public entry, each province's owner entry, the stamp). Kept in ``memo``
+    and returned as the same objects while the state's owners, garrisons and ages are the same
+    tuples and the attacked/received masks are equal (a ``set_dealing`` touches none of them); the
+    stamp rises whenever an entry is rebuilt. Read-only, like the views."""
+    owners = state.owners
+    garrisons = state.garrisons
+    ages = state.ages
+    attacked = state.attacked
+    received = state.received
+    kept = memo.get("board")
+    if kept is not None:
+        k_owners, k_garrisons, k_ages, k_attacked, k_received = kept[0]
+        if (k_owners is owners and k_garrisons is garrisons and k_ages is ages and k_attacked == attacked
+                and k_received == received):
+            return kept[1]
+    static = state.board._static
+    last: list[Any] | None = memo.get("provinces")
+    if last is None or len(last) != len(owners):
+        last = memo["provinces"] = [None] * len(owners)
+    kept_frontline = memo.get("frontline")
+    if kept_frontline is not None and kept_frontline[0] == owners:
+        frontlines: list[bool] = kept_frontline[1]
+    else:  # a province is on the frontline when a neighbour has another owner
+        frontlines = []
+        for p, _q, _r, adjacent in static:
+            owner = owners[p]
+            frontline = False
+            for other in adjacent:
+                if owners[other] != owner:
+                    frontline = True
+                    break
+            frontlines.append(frontline)
+        memo["frontline"] = (owners, frontlines)
+    stamp: int = memo.get("stamp", 0)
+    seats = state.seats
+    province_count = [0] * seats
+    public_cards = [0] * seats  # the cards others see of each seat (no hidden joker)
+    all_cards = [0] * seats  # every card (what the owner and the admin count)
+    public: list[dict[str, Any]] = []  # per province: the entry of non-owners
+    mine: list[dict[str, Any]] = []  # the owner's entry
+    for p, q, r, adjacent in static:
+        owner = owners[p]
+        garrison = garrisons[p]
+        frontline = frontlines[p]
+        was_attacked = (attacked >> p) & 1 == 1
+        was_received = (received >> p) & 1 == 1
+        age = ages[p]
+        entry = last[p]
+        if (entry is None or entry[0] != owner or entry[1] is not garrison or entry[2] != age
+                or entry[3] is not frontline or entry[4] is not was_attacked or entry[5] is not was_received):
+            shown = [c.public for c in garrison if c.value is not None]
+            full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
+            base = {"id": p, "q": q, "r": r, "adjacent": adjacent[:], "owner": owner, "age": age}
+            tail = {"frontline": frontline, "attacked": was_attacked}
+            stamp += 1
+            entry = last[p] = [
+                owner, garrison, age, frontline, was_attacked, was_received,
+                {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
+                {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
+                None,
+            ]
+        province_count[owner] += 1
+        public_entry = entry[6]
+        owner_entry = entry[7]
+        public_cards[owner] += public_entry["size"]
+        all_cards[owner] += owner_entry["size"]
+        public.append(public_entry)
+        mine.append(owner_entry)
+    memo["stamp"] = stamp
+    out = (province_count, public_cards, all_cards, public, mine, stamp)
+    memo["board"] = ((owners, garrisons, ages, attacked, received), out)
+    return out
 
 
 def _ident_name(ident: int) -> str:
