@@ -21,6 +21,9 @@ Only three operations are produced: ``add``, ``remove`` and ``replace``. Paths a
   is one operation, not a replace of every card after it;
 * anything else that differs (another type, a scalar, ``1`` vs ``1.0`` vs ``True``): ``replace``.
   ``True == 1`` in Python, so scalars are compared with their type: the patch is exact for JSON.
+* a member (dict or list) holding no container, whose walk gives more than one operation and at
+  least one per member of its new value, is sent as one ``replace`` of the member (a revealed card
+  is one operation, not a remove and an add of every key);
 * a member that is a dict or list equal (``==``, in C) to its old value is skipped without a walk:
   most of a view does not change between two versions. The one inexactness: a container whose only
   change is a scalar of another type but equal value deep inside (``1`` → ``true``) is not patched;
@@ -102,6 +105,7 @@ def _diff_shared(old: Any, new: Any, path: str, ops: list[dict[str, Any]],
                 if found is None:  # first met: walk it, keep its operations for the other audiences
                     start = len(ops)
                     _diff_shared(was, value, sub, ops, shared)
+                    _collapse(ops, start, sub, value)
                     shared[memo_key] = ops[start:]
                 else:
                     ops.extend(found)
@@ -159,6 +163,17 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
         ops.append({"op": "replace", "path": path, "value": new})
 
 
+def _collapse(ops: list[dict[str, Any]], start: int, path: str, new: Any) -> None:
+    """The walk of one container member wrote ``ops[start:]``: when that is more than one operation,
+    at least one per member of ``new``, and ``new`` holds no container (a revealed card: every key
+    removed and added), one ``replace`` of the member is as small or smaller and cheaper to apply."""
+    count = len(ops) - start
+    if count > 1 and count >= len(new) and not any(
+            type(v) is dict or type(v) is list for v in (new.values() if type(new) is dict else new)):
+        del ops[start:]
+        ops.append({"op": "replace", "path": path, "value": new})
+
+
 def _same(old: Any, new: Any) -> bool:
     """Equal as JSON at the top (a scalar's type counts: ``1`` is not ``true``)."""
     return old is new or (type(old) is type(new) and old == new)
@@ -173,7 +188,10 @@ def _child_diff(old: Any, new: Any, key: str | int, path: str, ops: list[dict[st
     if type(old) is tnew:
         if tnew is dict or tnew is list:
             if old != new:
-                _diff(old, new, f"{path}/{key}" if isinstance(key, int) else path + "/" + _escape(key), ops)
+                sub = f"{path}/{key}" if isinstance(key, int) else path + "/" + _escape(key)
+                start = len(ops)
+                _diff(old, new, sub, ops)
+                _collapse(ops, start, sub, new)
             return
         if old == new:
             return

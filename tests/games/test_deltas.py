@@ -93,3 +93,22 @@ def test_apply_leaves_the_document_alone_and_reports_a_mismatch():
             apply_patch(doc, bad)
     assert doc == {"a": [1, 2], "b": {"c": 1}}
     assert apply_patch(doc, [{"op": "add", "path": "/a/-", "value": 3}])["a"] == [1, 2, 3]
+
+
+def test_a_member_whose_every_part_changed_is_one_replace():
+    """A card revealed (every key removed and another added) is one ``replace`` of the card; a member
+    holding containers, or with only some parts changed, is still walked part by part."""
+    hidden = {"pile": [{"hidden": True}, {"id": 7, "card": "9h"}]}
+    shown = {"pile": [{"id": 3, "card": "As"}, {"id": 7, "card": "9h"}]}
+    assert diff(hidden, shown) == [{"op": "replace", "path": "/pile/0", "value": {"id": 3, "card": "As"}}]
+    one_field = {"card": {"id": 3, "rank": "A", "suit": "s"}}
+    assert diff(one_field, {"card": {"id": 3, "rank": "K", "suit": "s"}}) == [
+        {"op": "replace", "path": "/card/rank", "value": "K"}]
+    nested_old = {"seats": [{"hand": [1], "n": 1}, {"hand": [2], "n": 2}]}
+    nested_new = {"seats": [{"hand": [1], "n": 5}, {"hand": [2], "n": 6}]}
+    assert diff(nested_old, nested_new) == [{"op": "replace", "path": "/seats/0/n", "value": 5},
+                                            {"op": "replace", "path": "/seats/1/n", "value": 6}]
+    for old, new in ((hidden, shown), (one_field, {"card": {"id": 3, "rank": "K", "suit": "s"}}),
+                     (nested_old, nested_new)):
+        assert exact(apply_patch(old, diff(old, new))) == exact(new)
+        assert exact(apply_patch(old, diff(old, new, {}))) == exact(new)
