@@ -62,8 +62,15 @@ class Settings(BaseSettings):
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
     commit_window_ms: float = Field(2.0, ge=0)
-    #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``); the
-    #: objects made at start are frozen out of the collector's sight first (``gc.freeze``).
+    #: Full cyclic garbage collections on the server's own clock (app/gcpolicy.py): every this many
+    #: seconds, CPython's automatic collector being off after start-up. 0: keep the automatic
+    #: collector, with ``gc_thresholds``.
+    gc_full_seconds: float = Field(600.0, ge=0)
+    #: ... or sooner, when this many more container objects are alive than after the last one.
+    gc_growth_objects: int = Field(500_000, ge=1000)
+    #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
+    #: ``gc_full_seconds`` is 0; the objects made at start are frozen out of the collector's sight
+    #: first (``gc.freeze``) in both cases.
     gc_thresholds: str = Field("20000,20,50", pattern=r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
     #: Most log records in one commit.
     commit_max_batch: int = Field(2000, ge=1)

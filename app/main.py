@@ -1,7 +1,6 @@
 """``create_app(settings)``: the FastAPI app; its lifespan owns every engine, client and task."""
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from contextlib import asynccontextmanager
@@ -27,6 +26,7 @@ from app.db.migrate import upgrade_async
 from app.db.ratings import RatingsRepository
 from app.db.repo import Repository
 from app.db.wallet import WalletRepository
+from app.gcpolicy import GcPolicy
 from app.infra.backends import make_backends
 from app.infra.leases import LeaseKeeper
 from app.logsetup import install_log_safety
@@ -133,15 +133,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.matchmaking = make_matchmaking(settings, backends, repo, manager, app.state.metrics.registry)
         await app.state.matchmaking.start()
         # Long-lived objects made at start (modules, engines, recovered matches) are moved out of
-        # the collector's sight, and collections happen less often: full collections of a few
-        # hundred thousand tracked objects were stalling the loop for 0.4-0.6 s (bench/server.md).
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(*(int(part) for part in settings.gc_thresholds.split(",")))
+        # the collector's sight, and full collections run on the policy's own clock, not at every
+        # growth of the heap: those were stalling the loop (app/gcpolicy.py, bench/server.md).
+        gc_policy = GcPolicy(thresholds=settings.gc_thresholds, full_seconds=settings.gc_full_seconds,
+                             growth_objects=settings.gc_growth_objects, metrics=app.state.metrics)
+        gc_policy.start()
+        app.state.gc_policy = gc_policy
         log.info("bannerfall node %s ready on %s (%s mode)", settings.node, settings.base_url, backends.mode)
         try:
             yield
         finally:
+            await gc_policy.stop()
             await app.state.matchmaking.stop()
             if bots:
                 await bots.stop()

@@ -26,6 +26,10 @@ class Metrics:
         self.recoveries = Gauge("bannerfall_match_recoveries_total",
                                 "Matches rebuilt from their durable log after a failure on this node", registry=r)
         self.takeovers = Gauge("bannerfall_takeovers_total", "Matches taken over from another node", registry=r)
+        self.gc_pause = Histogram("bannerfall_gc_pause_seconds", "Full cyclic garbage collections (app/gcpolicy.py)",
+                                  buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2), registry=r)
+        self.gc_collected = Counter("bannerfall_gc_collected_objects", "Objects freed by the cyclic garbage collector",
+                                    registry=r)
         self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)

@@ -389,7 +389,7 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- phases
 #: ``python -c GC_WRAPPER log|off``: ``bannerfall serve`` with its cyclic-GC collections timed (one line
-#: "epoch generation wall_ms tracked_objects(-1 unless gen 2) cpu_ms" per collection in $BENCH_GC_LOG),
+#: "epoch generation wall_ms tracked_objects(-1 unless gen 2) cpu_ms collected" per collection in $BENCH_GC_LOG),
 #: or with the GC disabled (collections are then not logged).
 GC_WRAPPER = """
 import gc, os, sys, time
@@ -406,7 +406,8 @@ def cb(phase, info):
         ms = (time.perf_counter() - start[0]) * 1000
         cpu_ms = (time.thread_time() - start[1]) * 1000
         tracked = len(gc.get_objects()) if info['generation'] == 2 else -1
-        out.write('%.3f %d %.3f %d %.3f\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms))
+        out.write('%.3f %d %.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms,
+                                                  info['collected']))
 gc.callbacks.append(cb)
 lag_path = os.environ.get('BENCH_LAG_LOG')
 if lag_path:
@@ -451,6 +452,8 @@ def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
                 g["tracked_objects"] = int(rest[0])
             if len(rest) > 1:  # CPU time of the collecting thread (excludes waiting for a CPU)
                 g["max_cpu_ms"] = max(g.get("max_cpu_ms", 0.0), float(rest[1]))
+            if len(rest) > 2:  # objects found unreachable (cyclic garbage) and freed
+                g["collected"] = g.get("collected", 0) + int(rest[2])
             g["count"] += 1
             g["total_ms"] = round(g["total_ms"] + float(ms), 1)
             g["max_ms"] = max(g["max_ms"], float(ms))

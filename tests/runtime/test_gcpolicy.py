@@ -1,0 +1,90 @@
+"""The server's garbage-collection policy (app/gcpolicy.py; issue 11 item 5: no loop stall from the
+automatic collector)."""
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+
+from app.gcpolicy import GcPolicy
+from app.metrics import Metrics
+
+
+@pytest.fixture
+def gc_state():
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def test_the_automatic_collector_is_off_while_serving_and_back_after(gc_state):
+    async def scenario() -> None:
+        policy = GcPolicy(thresholds="20000,20,50", full_seconds=600, growth_objects=10**9)
+        policy.start()
+        assert not gc.isenabled()
+        await policy.stop()
+        assert gc.isenabled()
+
+    asyncio.run(scenario())
+
+
+def test_a_full_collection_frees_cycles_and_is_counted(gc_state):
+    metrics = Metrics()
+    policy = GcPolicy(thresholds="20000,20,50", full_seconds=600, growth_objects=10**9, metrics=metrics)
+    gc.disable()
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    del a, b  # a cycle: reference counting alone never frees it
+    assert policy.collect() >= 2
+    assert policy.collections == 1
+    assert metrics.registry.get_sample_value("bannerfall_gc_collected_objects_total") >= 2
+    assert metrics.registry.get_sample_value("bannerfall_gc_pause_seconds_count") == 1
+
+
+def test_a_collection_is_due_by_time_or_by_growth(gc_state):
+    policy = GcPolicy(thresholds="20000,20,50", full_seconds=3600, growth_objects=5000)
+    gc.disable()
+    policy.collect()
+    assert not policy.due()
+    grown = [[] for _ in range(6000)]  # 6,000 more live containers than after the collection
+    assert policy.due()
+    del grown
+    policy.full_seconds = 0.0001
+    gc.collect()
+    assert policy.due()  # by time
+
+
+def test_the_policy_runs_collections_on_its_own_clock(gc_state):
+    async def scenario() -> int:
+        policy = GcPolicy(thresholds="20000,20,50", full_seconds=0.02, growth_objects=10**9, check_seconds=0.01)
+        policy.start()
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if policy.collections >= 2:
+                break
+        await policy.stop()
+        return policy.collections
+
+    assert asyncio.run(scenario()) >= 2
+
+
+def test_zero_seconds_keeps_the_automatic_collector_with_the_thresholds(gc_state):
+    async def scenario() -> None:
+        policy = GcPolicy(thresholds="1234,7,9", full_seconds=0, growth_objects=10**9)
+        policy.start()
+        assert gc.isenabled()
+        assert gc.get_threshold() == (1234, 7, 9)
+        await policy.stop()
+
+    asyncio.run(scenario())
