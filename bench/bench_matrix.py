@@ -100,8 +100,8 @@ TARGETS = (
 
 
 def spares_for(game: str, args: argparse.Namespace) -> int:
-    """The size of ``game``'s pool of spare matches: ``--spares`` (``N`` for every game, or
-    ``game=N,...``; ``auto`` or a game not named: the estimate). The estimate lasts the warm-up, the
+    """The size of ``game``'s pool of spare matches: ``--spares`` (``N`` for every game whose matches
+    end, or ``game=N,...``; ``auto`` or a game not named: the estimate). The estimate lasts the warm-up, the
     closed loop and the open loop (at half the rate) at the expected rate (:data:`EXPECTED_RATE`,
     at most :data:`EXPECTED_RATE_PER_MATCH` per match), × :data:`SPARES_MARGIN`; 0 for a game whose
     matches do not end (Provinces)."""
@@ -113,7 +113,7 @@ def spares_for(game: str, args: argparse.Namespace) -> int:
         if name:
             given[name] = int(n)
         else:
-            given = {g: int(n) for g in GAME_OPTIONS}
+            given = {g: int(n) for g in MATCH_ACTIONS}
     if game in given:
         return given[game]
     if game not in MATCH_ACTIONS:
@@ -501,7 +501,7 @@ def main() -> None:
     ap.add_argument("--matches", type=int, default=50, help="Bannerfall matches of 4 seats per game and mode")
     ap.add_argument("--spares", default="auto",
                     help="spare matches per game, made over REST before the phases; an ended match's slot takes "
-                         "the next one: N (every game), game=N,... or auto (Provinces 0; Conquest and Warrior: "
+                         "the next one: N (Conquest and Warrior), game=N,... or auto (Provinces 0; Conquest and Warrior: "
                          "enough for the phases at the expected rate, see MATCH_ACTIONS)")
     ap.add_argument("--create-concurrency", type=int, default=16,
                     help="REST requests in flight while making matches (32 and 64 were slower: SQLite lock waits)")
