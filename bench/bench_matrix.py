@@ -18,6 +18,16 @@ One run measures, on the same machine and within minutes of each other:
   phases and Warrior's decisions inside attacks are played as a client plays them). Phases as in
   ``bench_server.py``: warm-up, closed loop (the maximum), open loop at half of that.
 
+**Match slots and spares.** M matches (``--matches``) are made over REST and played; Conquest and
+Warrior matches end (a few hundred actions; ~107), so before the phases a pool of **spare matches**
+is made over REST too (``--spares``: Provinces 0, Conquest and Warrior enough for the warm-up, closed
+and open loop at the expected rate, see :func:`spares_for`) and given to ``botgen.py``. When a match
+ends, its slot takes the next spare, opens its 4 seat sockets (``hello``, first ``state``; this is in
+the measured server CPU, as players arriving) and plays it: M matches keep playing. A pool that runs
+out is printed (``pool_dry``) and every result counts the slots left idle and their idle seconds.
+The REST set-up (players, lobby, joins, start) is not in the measured phases; its server CPU is shown
+as **set-up CPU ms per match** (server CPU while making the matches and spares ÷ their number).
+
 The load generators ask for deltas (``"deltas": true`` in ``hello``; ``--full-states`` asks for full
 states) and keep each socket's audience version (docs/protocol.md "Deltas, audiences and versions");
 a server without deltas sends full states, which they take as before.
@@ -27,7 +37,9 @@ bytes per socket per action (mean over the closed loop: bytes the match's 4 seat
 actions; and the median size of the ``state``/``delta`` messages, the message a socket gets for one
 action), p99 action->ack at half of Bannerfall's own maximum, the event loop's worst lag and the
 worst cyclic-GC pause over the measured phases, server memory per idle socket and per live match
-(RSS deltas), the machine's load average. Then ``bench_spectators.py`` (``--spectators``, default
+(RSS deltas; per live match is read after making the M matches and before the spares), the set-up CPU
+per match, the matches completed in the measured phases and their mean length in actions, the spares
+taken and the idle slots, the machine's load average. Then ``bench_spectators.py`` (``--spectators``, default
 10 and 1,000 spectators on one Provinces match, embedded mode): server CPU per action and its ratio.
 Last, every target of issue 11 item 5 (and item 2's spectator ratio) with PASS/FAIL (see
 :data:`TARGETS`). Only ratios within one run count: the machine may be shared.
@@ -37,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import secrets
 import shutil
@@ -62,6 +75,18 @@ GAME_OPTIONS: dict[str, dict[str, Any]] = {
     "warrior": {"phase_seconds": 3600, "decision_seconds": 600, "siege_seconds": 600},
 }
 
+#: actions a match lasts, per game whose matches end within a run (4 seats, the random bots, the
+#: options above): the mean of 20 seeded matches played in-process, 1 Dec 2026 (Warrior 107, range
+#: 87–125; Conquest 269, range 117–563). Provinces (``max_rounds`` 1000) does not end in a run.
+MATCH_ACTIONS: dict[str, float] = {"conquest": 270.0, "warrior": 107.0}
+#: the closed-loop rate ``--spares auto`` plans for: at most this many actions/s on the server's core
+#: (the quiet run of 1 Dec 2026 played 650–770/s while every slot still had a match) ...
+EXPECTED_RATE = 1000.0
+#: ... and at most this many per match (one action in flight per match: up to 177/s seen with 4 matches)
+EXPECTED_RATE_PER_MATCH = 250.0
+#: spares = margin × the matches the phases are expected to finish (match lengths vary, see above)
+SPARES_MARGIN = 1.5
+
 
 #: issue 11 item 5 (and item 2): (key, label, limit); checked per game and mode by :func:`targets`
 TARGETS = (
@@ -72,6 +97,30 @@ TARGETS = (
     ("socket", "≤ 25 KB per idle socket", 25.0),
     ("match", "≤ 100 KB per live match", 100.0),
 )
+
+
+def spares_for(game: str, args: argparse.Namespace) -> int:
+    """The size of ``game``'s pool of spare matches: ``--spares`` (``N`` for every game whose matches
+    end, or ``game=N,...``; ``auto`` or a game not named: the estimate). The estimate lasts the warm-up, the
+    closed loop and the open loop (at half the rate) at the expected rate (:data:`EXPECTED_RATE`,
+    at most :data:`EXPECTED_RATE_PER_MATCH` per match), × :data:`SPARES_MARGIN`; 0 for a game whose
+    matches do not end (Provinces)."""
+    given: dict[str, int] = {}
+    for part in (p.strip() for p in args.spares.split(",")):
+        if not part or part == "auto":
+            continue
+        name, _, n = part.rpartition("=")
+        if name:
+            given[name] = int(n)
+        else:
+            given = {g: int(n) for g in MATCH_ACTIONS}
+    if game in given:
+        return given[game]
+    if game not in MATCH_ACTIONS:
+        return 0
+    rate = min(EXPECTED_RATE, EXPECTED_RATE_PER_MATCH * args.matches)
+    actions = rate * (args.warmup + args.seconds) + 0.5 * rate * args.open_seconds
+    return math.ceil(SPARES_MARGIN * actions / MATCH_ACTIONS[game])
 
 
 def port_open(port: int) -> bool:
@@ -191,7 +240,12 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
             print(f"bannerfall {game} {mode}: " + (row.get("error") or
                   f"{row['actions_per_s']:.0f} actions/s, {fmt(row['actions_per_server_cpu_s'])} per server CPU-s, "
                   f"generator CPU {row['generator_cpu_pct']:.0f}%, errors {row['errors'] or 'none'}, "
-                  f"set-up {row['setup_s']}"), flush=True)
+                  f"set-up {row['setup_s']} ({row['setup_cpu_ms_per_match']:.1f} ms server CPU per match made); "
+                  f"{row['matches_completed_measured']} matches completed in the measured phases "
+                  f"(mean {fmt(row['mean_actions_per_match'])} actions), spares taken {row['spares_taken'] or 0} "
+                  f"of {row['spares']}, idle slot-s {row['idle_slot_s']}"
+                  + (f", POOL RAN DRY ({row['pool_dry']}, {row['idle_slots_at_end']} slots idle at the end)"
+                     if row["pool_dry"] else "")), flush=True)
     except Exception as exc:  # noqa: BLE001
         rows.extend({"game": g, "mode": mode, "error": repr(exc), "loadavg_before": os.getloadavg()}
                     for g in games if g not in {r["game"] for r in rows})
@@ -203,17 +257,36 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
     return rows
 
 
+def create(server: bs.Server, game: str, count: int, args: argparse.Namespace, prefix: str
+           ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """``count`` matches of ``game`` over REST (:func:`bench_server.create_matches`), with the server's
+    CPU seconds and the wall seconds it took."""
+    if not count:
+        return [], {"count": 0, "cpu_s": 0.0, "wall_s": 0.0}
+    cpu0, t0 = bs.proc_cpu_seconds(server.pid), time.monotonic()
+    specs = asyncio.run(bs.create_matches(server.url, count, 4, GAME_OPTIONS[game], game=game,
+                                          concurrency=args.create_concurrency, prefix=prefix))
+    return specs, {"count": count, "cpu_s": bs.proc_cpu_seconds(server.pid) - cpu0, "wall_s": time.monotonic() - t0}
+
+
 def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     gens: list[bs.Generator] = []
     try:
+        kind = "bots" if game != "provinces" else ("node" if (bs.LOADGEN_DIR / "node_modules" / "ws").is_dir() else "python")
+        n_spares = spares_for(game, args)
+        if n_spares and kind != "bots":
+            raise ValueError(f"--spares for {game}: its generator ({kind}) plays no spares (its matches do not end)")
         t0 = time.monotonic()
         rss_start = bs.proc_rss_kb(server.pid)
-        specs = asyncio.run(bs.create_matches(server.url, args.matches, 4, GAME_OPTIONS[game], game=game))
-        rss_matches = bs.proc_rss_kb(server.pid)
+        specs, made = create(server, game, args.matches, args, "bench")
+        rss_matches = bs.proc_rss_kb(server.pid)  # before the spares: KB per live match stays the playing ones'
+        spares, made_spares = create(server, game, n_spares, args, "spare")
+        rss_spares = bs.proc_rss_kb(server.pid)
         t_created = time.monotonic()
-        kind = "bots" if game != "provinces" else ("node" if (bs.LOADGEN_DIR / "node_modules" / "ws").is_dir() else "python")
-        cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "game": game, "deflate": False,
-               "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1,
+        print(f"  {game} {mode}: {len(specs)} matches + {len(spares)} spares made in {t_created - t0:.1f} s, "
+              f"server CPU {made['cpu_s'] + made_spares['cpu_s']:.1f} s", flush=True)
+        cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "spares": spares, "game": game,
+               "deflate": False, "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1,
                "full_states": args.full_states}
         gens.append(bs.Generator(kind, cfg, args.generator_core, work, hash(game) % 1000))
         ready = gens[0].read_event("ready")
@@ -231,6 +304,10 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         c = phases["closed"]
         sockets = ready["sockets"]
         measured = [p for k, p in phases.items() if k != "warmup"]
+        completed = sum(p.get("matches_ended", 0) for p in measured)
+        completed_actions = sum(p.get("ended_actions") or 0 for p in measured)
+        last = list(phases.values())[-1]
+        created = made["count"] + made_spares["count"]
         lags = [p["loop_lag"]["max_ms"] for p in measured if p.get("loop_lag")]
         gc_max = max((g["max_ms"] for p in measured for g in (p.get("gc") or {}).values()), default=None)
         gc_total = sum(g["total_ms"] for p in measured for g in (p.get("gc") or {}).values())
@@ -253,14 +330,29 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             "loop_lag_max_ms": max(lags) if lags else None,
             "loop_half_seconds_over_20ms": sum(p["loop_lag"]["half_seconds_over_20ms"] for p in measured if p.get("loop_lag")),
             "gc_max_pause_ms": gc_max, "gc_total_ms": round(gc_total, 1),
+            # RSS growth from making the M matches played first ÷ M, read before the spares are made
             "kb_per_live_match": (rss_matches - rss_start) / max(1, len(specs)),
-            "kb_per_idle_socket": (rss_sockets - rss_matches) / max(1, sockets),
+            "kb_per_spare_match": (rss_spares - rss_matches) / len(spares) if spares else None,
+            "kb_per_idle_socket": (rss_sockets - rss_spares) / max(1, sockets),
+            "setup_cpu_ms_per_match": 1000 * (made["cpu_s"] + made_spares["cpu_s"]) / max(1, created),
+            "setup_wall_ms_per_match": 1000 * (made["wall_s"] + made_spares["wall_s"]) / max(1, created),
+            "setup_create": {"matches": made, "spares": made_spares, "concurrency": args.create_concurrency},
             "errors": {k: v for p in measured for k, v in (p.get("errors") or {}).items()},
             "matches_ended": sum(p.get("matches_ended", 0) for p in phases.values()),
+            "spares": len(spares), "spares_taken": last.get("spares_taken_total"), "spares_left": last.get("spares_left"),
+            "matches_completed_measured": completed,
+            "mean_actions_per_match": completed_actions / completed if completed else None,
+            "idle_slot_s": {k: p.get("idle_slot_s") for k, p in phases.items()},
+            "idle_slots_at_end": last.get("idle_slots"),
+            "pool_dry": next((f"{k} at {p['pool_dry_at_s']} s" for k, p in phases.items()
+                              if p.get("pool_dry_at_s") is not None), None),
+            "refill_ms_mean": c.get("refill_ms_mean"),
+            "refill_failed": last.get("refill_failed_total"),
             "actions_by_type": c.get("actions_by_type"),
             "loadavg_before": c["loadavg_before"], "others_on_server_core_pct": c.get("others_on_server_core_pct"),
             "commits_per_s": c["commits_per_s"], "mean_batch": c["mean_batch"],
-            "setup_s": {"matches": round(t_created - t0, 1), "sockets": round(t_connected - t_created, 1)},
+            "setup_s": {"matches": round(made["wall_s"], 1), "spares": round(made_spares["wall_s"], 1),
+                        "sockets": round(t_connected - t_created, 1)},
             "phases": phases,
         }
     finally:
@@ -341,20 +433,21 @@ def spectators_table(res: dict[str, Any] | None) -> str:
 
 
 def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | bytes/socket/action (mean; median state/delta message) "
+    lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | set-up CPU ms per match "
+              "| bytes/socket/action (mean; median state/delta message) "
               "| p99 ack at half load ms | loop worst lag ms | GC worst pause ms | KB per idle socket | KB per live match | load avg |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in refs.items():
         if "error" in r:
-            lines.append(f"| {name} room | failed: {r['error'][:80]} |" + " |" * 10)
+            lines.append(f"| {name} room | failed: {r['error'][:80]} |" + " |" * 11)
             continue
         lines.append(f"| {name} room ({r.get('connections')} sockets) | {fmt(r.get('actions_per_s'))} | "
-                     f"{fmt(r.get('actions_per_server_cpu_s'))} | | | {fmt(r.get('view_bytes_avg'))} | "
+                     f"{fmt(r.get('actions_per_server_cpu_s'))} | | | – | {fmt(r.get('view_bytes_avg'))} | "
                      f"(p99 at max {fmt(r.get('p99_ms'), '.1f')}) | – | – | {fmt(r.get('kb_per_socket'), '.1f')} | – | "
                      f"{r['loadavg_before'][0]:.1f} |")
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['game']} {r['mode']} | failed: {r['error'][:80]} |" + " |" * 10)
+            lines.append(f"| {r['game']} {r['mode']} | failed: {r['error'][:80]} |" + " |" * 11)
             continue
         ratio = {k: (r["actions_per_server_cpu_s"] / v["actions_per_server_cpu_s"]
                      if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s") else None)
@@ -362,9 +455,40 @@ def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| Bannerfall {r['game']} {r['mode']} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
             f"{fmt(r['actions_per_server_cpu_s'])} | {fmt(ratio.get('fastapi'), '.2f')} | {fmt(ratio.get('colyseus'), '.2f')} | "
-            f"{fmt(r['bytes_per_socket_per_action'])}; {fmt(r.get('median_update_bytes', r.get('median_state_bytes')))} | {fmt(r['p99_ms_half_load'], '.1f')} | "
+            f"{fmt(r.get('setup_cpu_ms_per_match'), '.1f')} | {fmt(r['bytes_per_socket_per_action'])}; {fmt(r.get('median_update_bytes', r.get('median_state_bytes')))} | {fmt(r['p99_ms_half_load'], '.1f')} | "
             f"{fmt(r['loop_lag_max_ms'], '.1f')} | {fmt(r['gc_max_pause_ms'], '.1f')} | {fmt(r['kb_per_idle_socket'], '.1f')} | "
             f"{fmt(r['kb_per_live_match'], '.1f')} | {r['loadavg_before'][0]:.1f} |")
+    return "\n".join(lines)
+
+
+def pool_state(r: dict[str, Any]) -> str:
+    """How the pool of spares did: lasted, ran dry (when; slots idle), or matches ended that a
+    generator without spares (loadgen.mjs, loadgen.py) left unreplaced."""
+    if r.get("pool_dry"):
+        return f"**ran dry** ({r['pool_dry']}; {r.get('idle_slots_at_end')} slots idle at the end)"
+    if r.get("refill_failed"):
+        return f"**{r['refill_failed']} spares failed to open** (slots idle)"
+    if r.get("spares_taken") is None and r.get("matches_ended"):
+        return f"**{r['matches_ended']} matches ended, not replaced** ({r['generator']} plays no spares)"
+    return "lasted" if r.get("spares") else "none needed (no match ended)" if not r.get("matches_ended") else "–"
+
+
+def slots_table(rows: list[dict[str, Any]]) -> str:
+    """Per game and mode: the match slots kept playing (M), the spares made and taken, the matches
+    completed in the measured phases and their mean length, and the slots left idle for want of a
+    spare (slot-seconds per phase; never silent)."""
+    lines = ["| game, mode | match slots | spares made / taken | matches completed (measured phases) | "
+             "mean actions per completed match | slot-s idle (warm-up / closed / open) | pool | "
+             "set-up CPU ms per match (wall ms) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            continue
+        idle = r.get("idle_slot_s") or {}
+        lines.append(f"| {r['game']} {r['mode']} | {r['matches']} | {r.get('spares', 0)} / {r.get('spares_taken') or 0} | "
+                     f"{r.get('matches_completed_measured', 0)} | {fmt(r.get('mean_actions_per_match'))} | "
+                     + " / ".join(fmt(idle.get(k), ".1f") for k in ("warmup", "closed", "open")) + " | "
+                     + pool_state(r) + " | "
+                     f"{fmt(r.get('setup_cpu_ms_per_match'), '.1f')} ({fmt(r.get('setup_wall_ms_per_match'), '.1f')}) |")
     return "\n".join(lines)
 
 
@@ -375,6 +499,12 @@ def main() -> None:
     ap.add_argument("--modes", default="embedded,production")
     ap.add_argument("--references", default="fastapi,colyseus", help="reference rooms to run ('' for none)")
     ap.add_argument("--matches", type=int, default=50, help="Bannerfall matches of 4 seats per game and mode")
+    ap.add_argument("--spares", default="auto",
+                    help="spare matches per game, made over REST before the phases; an ended match's slot takes "
+                         "the next one: N (Conquest and Warrior), game=N,... or auto (Provinces 0; Conquest and Warrior: "
+                         "enough for the phases at the expected rate, see MATCH_ACTIONS)")
+    ap.add_argument("--create-concurrency", type=int, default=16,
+                    help="REST requests in flight while making matches (32 and 64 were slower: SQLite lock waits)")
     ap.add_argument("--rooms", type=int, default=50, help="reference rooms of 4 clients")
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")
@@ -438,6 +568,8 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     checks = targets(refs, rows, spectators)
     md = table(refs, rows)
+    if rows:
+        md += "\n\n" + slots_table(rows)
     if spectators:
         md += "\n\n" + spectators_table(spectators)
     md += "\n\nTargets (issue 11 items 2 and 5; ratios within this run):\n\n" + targets_table(checks)

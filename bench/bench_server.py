@@ -278,9 +278,11 @@ def free_port() -> int:
 
 # ---------------------------------------------------------------------------- matches over REST
 async def create_matches(url: str, count: int, seats: int, options: dict[str, Any],
-                         concurrency: int = 16, game: str = "provinces") -> list[dict[str, Any]]:
-    """``count`` matches of ``game``, each with ``seats`` freshly registered players. Returns
-    ``[{"id": match_id, "tokens": [token of seat 0, ...]}]``."""
+                         concurrency: int = 16, game: str = "provinces", prefix: str = "bench") -> list[dict[str, Any]]:
+    """``count`` matches of ``game``, each with ``seats`` freshly registered players (named
+    ``{prefix}{i}-{seat}``): players registered at once, lobby made, the other seats joined one by
+    one (joins of one lobby wait for its row lock), started. At most ``concurrency`` requests in flight. Returns
+    ``[{"id": match_id, "tokens": [token of seat 0, ...]}]`` in order."""
     sem = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url + "/api/v1", timeout=60, limits=limits) as http:
@@ -294,9 +296,11 @@ async def create_matches(url: str, count: int, seats: int, options: dict[str, An
             return resp.json()
 
         async def one(i: int) -> dict[str, Any]:
-            tokens = [(await call("POST", "/players", body={"name": f"bench{i}-{s}"}))["token"] for s in range(seats)]
+            players = await asyncio.gather(*(call("POST", "/players", body={"name": f"{prefix}{i}-{s}"})
+                                             for s in range(seats)))
+            tokens = [p["token"] for p in players]
             lobby = await call("POST", "/lobbies", tokens[0], {"game": game, "seats": seats, "options": options})
-            for s in range(1, seats):
+            for s in range(1, seats):  # one by one: joins of one lobby wait for its row lock (Postgres)
                 await call("POST", f"/lobbies/{lobby['id']}/join", tokens[s], {"seat": s})
             lobby = await call("POST", f"/lobbies/{lobby['id']}/start", tokens[0])
             return {"id": lobby["match_id"], "tokens": tokens}
@@ -365,9 +369,18 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("sent", "acked", "acked_in_window", "acks_per_s", "sent_per_s", "bytes_in_window",
                 "matches_ended", "loadgen_cpu_s", "max_backlog"):
         out[key] = sum(r[key] for r in results)
-    for key in ("resumes", "spectators", "spectator_bytes_in_window", "spectator_resumes"):
+    for key in ("resumes", "spectators", "spectator_bytes_in_window", "spectator_resumes", "ended_actions",
+                "refills", "spares_left", "spares_taken_total", "idle_slots", "idle_slot_s", "refill_failed_total"):
         if all(key in r for r in results):
             out[key] = sum(r[key] or 0 for r in results)
+    if out.get("ended_actions") is not None:
+        out["mean_actions_per_ended_match"] = out["ended_actions"] / out["matches_ended"] if out["matches_ended"] else None
+    for key in ("refill_ms_mean",):  # means of different counts: the largest
+        vals = [r[key] for r in results if r.get(key) is not None]
+        out[key] = max(vals) if vals else None
+    for key in ("pool_dry_at_s",):  # the first generator to run out
+        vals = [r[key] for r in results if r.get(key) is not None]
+        out[key] = min(vals) if vals else None
     for key in ("median_state_bytes", "median_update_bytes"):  # medians do not merge: the largest
         vals = [r[key] for r in results if r.get(key) is not None]
         out[key] = max(vals) if vals else None

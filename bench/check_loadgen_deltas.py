@@ -2,7 +2,8 @@
 
     python bench/check_loadgen_deltas.py            # node + python on Provinces, botgen on all three games
 
-Starts a ``bannerfall serve`` (SQLite in a temp dir, not pinned), makes 4 matches of the game, puts
+Starts a ``bannerfall serve`` (SQLite in a temp dir, not pinned), makes 4 matches of the game (and
+for botgen on Conquest and Warrior 24 spares, which take the slot of a match that ended), puts
 ``bench/loadgen/delta_proxy.py`` in front of it (states turned into deltas, every 20th delta with a
 wrong ``base``), and runs each generator through it with 3 spectator sockets: 3 s closed loop and
 2 s open loop. It prints, per generator and game, the actions acked, deltas and states received,
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_server as bs
-from bench_matrix import GAME_OPTIONS
+from bench_matrix import GAME_OPTIONS, MATCH_ACTIONS
 
 RUNS = (("node", "provinces"), ("python", "provinces"), ("bots", "provinces"), ("bots", "conquest"),
         ("bots", "warrior"))
@@ -35,6 +36,9 @@ def check(kind: str, game: str, tmp: Path) -> bool:
     proxy = gen = None
     try:
         specs = asyncio.run(bs.create_matches(server.url, 4, 4, GAME_OPTIONS[game], game=game))
+        # games whose matches end: spares keep the 4 slots playing (botgen opens them through the proxy too)
+        spares = (asyncio.run(bs.create_matches(server.url, 24, 4, GAME_OPTIONS[game], game=game, prefix="spare"))
+                  if kind == "bots" and game in MATCH_ACTIONS else [])
         port = bs.free_port()
         proxy = subprocess.Popen([sys.executable, str(bs.LOADGEN_DIR / "delta_proxy.py"), server.url.replace("http", "ws"),
                                   str(port), "20"], stdout=subprocess.DEVNULL, stderr=open(work / "proxy.log", "wb"))
@@ -43,7 +47,7 @@ def check(kind: str, game: str, tmp: Path) -> bool:
             if time.time() > deadline or proxy.poll() is not None:
                 raise RuntimeError("the proxy did not start: " + (work / "proxy.log").read_text()[-1000:])
             time.sleep(0.1)
-        cfg = {"url": f"ws://127.0.0.1:{port}", "matches": specs, "game": game, "parse": "actor",
+        cfg = {"url": f"ws://127.0.0.1:{port}", "matches": specs, "spares": spares, "game": game, "parse": "actor",
                "dealing_per_turn": 1, "bot_seed": 1,
                "spectators": {"match": specs[0]["id"], "tokens": specs[-1]["tokens"], "count": 3}}  # seated elsewhere
         gen = bs.Generator(kind, cfg, None, work, 0)
@@ -59,7 +63,8 @@ def check(kind: str, game: str, tmp: Path) -> bool:
             ok = ok and good
             print(f"{kind:6} {game:9} {name:6}: acked {r['acked']}, deltas {msgs.get('delta')}, states {msgs.get('state')}, "
                   f"resumes {r.get('resumes')}, spectator messages {r.get('spectator_messages_in_window')} "
-                  f"resumes {r.get('spectator_resumes')}, ended {r['matches_ended']}, errors {r['errors'] or 'none'}: "
+                  f"resumes {r.get('spectator_resumes')}, ended {r['matches_ended']}, spares opened {r.get('refills', '–')}, "
+                  f"idle slots {r.get('idle_slots', '–')}, errors {r['errors'] or 'none'}: "
                   f"{'ok' if good else 'FAILED'}", flush=True)
         return ok
     finally:

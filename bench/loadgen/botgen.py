@@ -4,7 +4,8 @@
 Same config and stdin/stdout line protocol as ``loadgen.mjs`` / ``loadgen.py`` (``ready``, ``run``,
 ``result``, ``quit``; shared code in ``genbase.py``), so ``bench/bench_server.py --game
 conquest|warrior`` measures the other games with the same phases. Config adds ``"game"`` and
-``"bot_seed"``.
+``"bot_seed"``, and takes ``"spares"``: Conquest and Warrior matches end, and an ended match's slot
+then plays the next spare (``genbase.py``, "Match slots and spares"), so the slots keep playing.
 
 Each socket keeps the document ``{"status", "prompts", "view"}`` at its audience's version: a
 ``state`` resets it, a ``delta`` is applied with :func:`app.delta.apply_patch` (a ``base`` other
@@ -56,6 +57,9 @@ class Match:
         self.in_flight: tuple[int, int, float, float] | None = None
         self.ended = False
         self.queued = False
+        self.live = False  # set once every seat socket is connected (genbase.serve / refill)
+        self.slot = index
+        self.actions = 0  # acked in this match
         self.rr = index
         self.failures = 0
 
@@ -76,7 +80,7 @@ class Match:
         return None
 
     def is_idle(self) -> bool:
-        return (not self.ended and self.in_flight is None
+        return (self.live and not self.ended and self.in_flight is None
                 and self.docs[self.last_actor].version >= self.need_version)
 
     def send(self, sched: float | None = None) -> bool:
@@ -112,6 +116,12 @@ class Match:
     def on_first(self, seat: int, msg: dict[str, Any]) -> None:
         self.docs[seat].on_state(msg)
 
+    def over(self) -> None:
+        """The match has ended (its status, or ``ended``): counted once; its slot takes a spare."""
+        if not self.ended:
+            self.ended = True
+            gb.match_over(self)
+
     def on_message(self, seat: int, text: str) -> None:
         p = gb.phase
         if p:
@@ -124,7 +134,7 @@ class Match:
                 p.count_update("state", len(text))
             sd.on_state(msg)
             if msg.get("status") not in (None, "running"):
-                self.ended = True
+                self.over()
             self.dispatch()
         elif kind == "delta":
             if p:
@@ -134,7 +144,7 @@ class Match:
                     p.resumes += 1
                 gb.resume(self.sockets[seat], sd)
             elif sd.doc.get("status") not in (None, "running"):
-                self.ended = True
+                self.over()
             self.dispatch()
         elif kind == "ack":
             if p:
@@ -152,13 +162,14 @@ class Match:
                             p.sched_lat.append((t - f[3]) * 1000)
                 self.in_flight = None
                 self.failures = 0
+                self.actions += 1
                 self.last_actor, self.need_version = seat, msg["version"]
                 self.dispatch()
-        elif kind == "ended":
+        elif kind == "ended":  # the last message of this socket (after the final ack): close it
             if p:
                 p.msgs["ended"] += 1
-                p.ended += 1
-            self.ended = True
+            self.over()
+            gb.close_socket(self.sockets[seat])
         elif kind == "error":
             if p:
                 p.count_error(msg["code"])
@@ -180,7 +191,7 @@ def reset_failures(m: Any) -> None:
 
 async def main() -> None:
     random.seed(cfg.get("bot_seed", 1))
-    await gb.serve([Match(s, i) for i, s in enumerate(cfg["matches"])], before=reset_failures)
+    await gb.serve([Match(s, i) for i, s in enumerate(cfg["matches"])], before=reset_failures, make=Match)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,17 @@ does not apply sends ``{"type":"resume","since_version": held}`` and ignores del
 ``state``.
 
 Config keys used here: ``url``, ``matches`` ([{"id", "tokens"}]), ``deflate``, ``full_states``,
-``connect_concurrency``, and ``spectators``: ``{"match": id, "tokens": [t, ...], "count": n}`` opens
+``connect_concurrency``, ``spectators``: ``{"match": id, "tokens": [t, ...], "count": n}`` opens
 ``n`` sockets with ``"as": "spectator"`` on match ``id`` (the tokens are used round-robin); their
-messages are counted apart (``spectator_*`` in the result) and they never act.
+messages are counted apart (``spectator_*`` in the result) and they never act; and ``spares``
+([{"id", "tokens"}], matches made over REST before the run, not yet connected).
+
+Match slots and spares: each entry of ``matches`` is a slot. A generator whose matches end calls
+:func:`match_over` once per match; if ``serve`` was given a ``make`` function, the slot then takes
+the next spare, opens its seat sockets (``hello``, first ``state``) and plays it (the ended match's
+sockets are closed by the generator when its ``ended`` arrives). When no spare is left the slot stays
+idle: a ``pool_dry`` event is printed the first time, and every result counts the idle slots and
+their idle seconds, so a pool that ran out is never silent.
 """
 from __future__ import annotations
 
@@ -82,7 +90,11 @@ class Phase:
         self.by_type: dict[str, int] = {}
         self.backlog: deque[float] = deque()
         self.max_backlog = 0
-        self.ended = 0
+        self.ended = 0  # matches that ended (once per match)
+        self.ended_actions = 0  # actions acked in those matches, over their whole life
+        self.refills = 0  # spares opened into a slot
+        self.refill_s = 0.0  # from the end of a match to its slot's spare being connected
+        self.dry_at: float | None = None  # when a slot first found no spare left
         self.cpu0 = time.process_time()
 
     def count_update(self, kind: str, size: int) -> None:
@@ -176,6 +188,9 @@ class GenMatch(Protocol):
     in_flight: Any
     ended: bool
     queued: bool
+    live: bool  # every seat socket connected (a spare is not played before)
+    slot: int  # its index in the slot list
+    actions: int  # actions acked in this match so far
 
     def dispatch(self) -> None: ...
     def is_idle(self) -> bool: ...
@@ -196,6 +211,9 @@ async def open_socket(match_id: str) -> Any:
                          max_size=2**24, open_timeout=60)
 
 
+seat_sockets: list[Any] = []  # every seat socket opened (aborted at ``quit``)
+
+
 async def connect_seat(m: GenMatch, seat: int) -> bool:
     ws = await open_socket(m.id)
     await ws.send(hello(m.tokens[seat]))
@@ -204,13 +222,14 @@ async def connect_seat(m: GenMatch, seat: int) -> bool:
         raise RuntimeError(f"hello answered with {str(first)[:200]}")
     m.on_first(seat, first)
     m.sockets[seat] = ws
+    seat_sockets.append(ws)
 
     async def reader() -> None:
         try:
             async for text in ws:
                 m.on_message(seat, text)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001
-            if not quitting:
+            if not quitting and not m.ended:
                 out({"event": "socket_closed", "match": m.id, "seat": seat, "error": repr(exc)})
 
     asyncio.ensure_future(reader())
@@ -258,6 +277,86 @@ async def connect_spectator(match_id: str, token: str) -> None:
     asyncio.ensure_future(reader())
 
 
+# ---------------------------------------------------------------------------- match slots and spares
+pool: deque[dict[str, Any]] = deque()  # spare matches ({"id", "tokens"}) not yet played, in order
+make_match: Callable[[dict[str, Any], int], GenMatch] | None = None  # spec, index -> a match
+slots: list[GenMatch] = []  # the match each slot plays (the list ``run`` is given)
+dry_since: dict[int, float] = {}  # slot -> when it found no spare (it stays idle from then on)
+made = [0]  # matches made so far (initial + spares): the next match's index (bot seeds)
+totals = {"spares_taken": 0, "refill_failed": 0, "dry_reported": 0}
+
+
+def close_socket(ws: Any) -> None:
+    """Close ``ws`` (a close handshake) without waiting."""
+    asyncio.ensure_future(ws.close()).add_done_callback(_retrieved)
+
+
+def match_over(m: GenMatch) -> None:
+    """A generator calls this once when match ``m`` has ended (its ``ended``, or a state/delta whose
+    status is no longer running): counted in the phase (``matches_ended``, ``ended_actions``); with
+    spares, its slot takes the next one (:func:`refill`)."""
+    p = phase
+    # the action that ended it is usually still in flight (its ack follows the state that ends it)
+    actions = m.actions + (m.in_flight is not None)
+    if p:
+        p.ended += 1
+        p.ended_actions += actions
+    if make_match is not None and not quitting and slots and slots[m.slot] is m:
+        asyncio.ensure_future(refill(m.slot, now()))
+
+
+async def refill(slot: int, t_end: float) -> None:
+    """Give ``slot`` the next spare: connect its seats (``hello``, first ``state``), then play it.
+    No spare left: the slot stays idle (``pool_dry`` printed the first time)."""
+    assert make_match is not None
+    if not pool:
+        dry_since[slot] = now()
+        p = phase
+        if p and p.dry_at is None:
+            p.dry_at = now()
+        if not totals["dry_reported"]:
+            totals["dry_reported"] = 1
+            out({"event": "pool_dry", "slot": slot, "spares_taken": totals["spares_taken"],
+                 "phase": p.mode if p else None, "at_s": round(now() - p.t0, 2) if p else None})
+        return
+    spec = pool.popleft()
+    totals["spares_taken"] += 1
+    new = make_match(spec, made[0])
+    made[0] += 1
+    new.slot = slot
+    try:
+        await asyncio.gather(*(connect_seat(new, s) for s in range(len(new.tokens))))
+    except Exception as exc:  # noqa: BLE001 - the slot is then idle, and counted as such
+        if quitting:
+            return
+        totals["refill_failed"] += 1
+        dry_since[slot] = now()
+        out({"event": "refill_failed", "slot": slot, "match": spec["id"], "error": repr(exc)})
+        return
+    if quitting:
+        return
+    new.live = True
+    slots[slot] = new
+    p = phase
+    if p:
+        p.refills += 1
+        p.refill_s += now() - t_end
+    new.dispatch()
+
+
+def slot_counters(p: Phase, t_end: float) -> dict[str, Any]:
+    """The slots' side of a result: spares taken and left, slots idle for want of a spare at the end
+    of the window and their idle slot-seconds within it, the mean time to refill a slot."""
+    idle_s = sum(t_end - max(t, p.t0) for t in dry_since.values() if t < t_end)
+    return {"matches_ended": p.ended, "ended_actions": p.ended_actions,
+            "mean_actions_per_ended_match": p.ended_actions / p.ended if p.ended else None,
+            "refills": p.refills, "refill_ms_mean": 1000 * p.refill_s / p.refills if p.refills else None,
+            "spares_left": len(pool), "spares_taken_total": totals["spares_taken"],
+            "idle_slots": len(dry_since), "idle_slot_s": round(idle_s, 2),
+            "pool_dry_at_s": round(p.dry_at - p.t0, 2) if p.dry_at is not None else None,
+            "refill_failed_total": totals["refill_failed"]}
+
+
 async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None
               ) -> dict[str, Any]:
     """One phase: closed loop (every idle match sends at once) or open loop (``rate`` sends/s, each
@@ -295,7 +394,8 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
         await asyncio.sleep(p.seconds)
     p.sending = False
     cpu = time.process_time() - p.cpu0
-    window = now() - p.t0
+    t_end = now()
+    window = t_end - p.t0
     msgs = dict(p.msgs)
     nbytes, state_bytes, delta_bytes = p.bytes, p.state_bytes, p.delta_bytes
     spec_bytes, spec_msgs = p.spec_bytes, dict(p.spec_msgs)
@@ -303,6 +403,7 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
     while any(m.in_flight is not None and not m.ended for m in matches) and now() - drain < 10:
         await asyncio.sleep(0.005)
     busy = any(m.in_flight is not None and not m.ended for m in matches)
+    slot_info = slot_counters(p, t_end)  # matches that ended in the drain count too
     phase = None
     return {"event": "result", "mode": p.mode, "seconds": window, "target_rate": p.rate or None,
             "sent": p.sent, "acked": p.acked, "acked_in_window": p.acked_in_window,
@@ -317,13 +418,22 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
             "spectator_messages_in_window": spec_msgs, "spectator_resumes": p.spec_resumes,
             "latency": summary(p.lat),
             "sched_latency": summary(p.sched_lat) if p.mode == "open" else None, "max_backlog": p.max_backlog,
-            "matches_ended": p.ended, "in_flight_left": busy, "loadgen_cpu_s": cpu,
-            "loadgen_event_loop_utilization": None}
+            "in_flight_left": busy, "loadgen_cpu_s": cpu,
+            "loadgen_event_loop_utilization": None, **slot_info}
 
 
-async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None) -> None:
-    """Connect every seat (and the spectators), print ``ready``, then obey stdin commands."""
-    global quitting
+async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None,
+                make: Callable[[dict[str, Any], int], GenMatch] | None = None) -> None:
+    """Connect every seat (and the spectators), print ``ready``, then obey stdin commands.
+    ``make(spec, index)`` builds a match from a spare of the config (``spares``): given, an ended
+    match's slot takes the next spare (:func:`match_over`)."""
+    global quitting, make_match
+    make_match = make
+    if CFG.get("spares") and make is None:
+        raise RuntimeError("this generator cannot play spares (config 'spares'): its matches do not end")
+    pool.extend(CFG.get("spares") or [])
+    slots[:] = matches
+    made[0] = len(matches)
     t0 = now()
     sem = asyncio.Semaphore(CFG.get("connect_concurrency", 32))
     deflated = [0]
@@ -342,8 +452,11 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
     if spec and spec.get("count"):
         toks = spec["tokens"]
         await asyncio.gather(*(guarded_spectator(spec["match"], toks[i % len(toks)]) for i in range(spec["count"])))
+    for i, m in enumerate(slots):
+        m.slot, m.live = i, True
     out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "spectators": len(spectator_sockets),
-         "connect_s": now() - t0, "deflate_negotiated": deflated[0], "deltas_requested": deltas_wanted()})
+         "connect_s": now() - t0, "deflate_negotiated": deflated[0], "deltas_requested": deltas_wanted(),
+         "spares": len(pool)})
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -355,14 +468,12 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
             continue
         cmd = json.loads(line)
         if cmd["cmd"] == "run":
-            out(await run(cmd, matches, before))
+            out(await run(cmd, slots, before))
         elif cmd["cmd"] == "quit":
             break
     quitting = True
-    for m in matches:
-        for ws in m.sockets:
-            if ws is not None:
-                ws.transport.abort()
+    for ws in seat_sockets:
+        ws.transport.abort()
     for ws in spectator_sockets:
         ws.transport.abort()
     out({"event": "bye"})

@@ -343,7 +343,7 @@ class Match {
     if (c === 101 /* e */ && buf[10] === 110 /* n: ended */) {
       if (p) {
         p.msgs.ended++;
-        p.ended++;
+        if (!this.ended) p.ended++; // every seat socket gets it: counted once per match
       }
       this.ended = true;
       return;

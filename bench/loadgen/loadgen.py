@@ -60,6 +60,8 @@ class Match:
         self.in_flight: tuple[int, int, float, float] | None = None
         self.ended = False
         self.queued = False
+        self.actions = 0  # acked in this match
+        self.live, self.slot = False, 0  # set by genbase.serve (this generator plays no spares)
 
     def on_turn(self, seat: int) -> int | None:
         """The seat on turn as seat ``seat``'s socket last saw it."""
@@ -162,14 +164,16 @@ class Match:
                         if p.mode == "open":
                             p.sched_lat.append((t - f[3]) * 1000)
                 self.in_flight = None
+                self.actions += 1
                 self.last_actor, self.need_version = seat, msg["version"]
                 self.dispatch()
             return
         if c == "e" and text[10] == "n":
             if p:
                 p.msgs["ended"] += 1
-                p.ended += 1
-            self.ended = True
+            if not self.ended:  # every seat socket gets it: counted once per match
+                self.ended = True
+                gb.match_over(self)
             return
         msg = orjson.loads(text)
         if msg.get("type") == "error":
