@@ -18,6 +18,7 @@ from app.api.deps import hash_token
 from app.api.routes import accounts, admin, games, inventory, lobbies, matches, matchmaking, players
 from app.api.routes import ratings as rating_routes
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
+from app.api.ws import corked as ws_corked
 from app.api.ws import router as ws_router
 from app.config import Settings
 from app.db.admins import ensure_admin
@@ -89,7 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         repo = Repository(engine)
         await _ensure_admin(repo, settings.admin_token)
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
-                           retry_seconds=settings.commit_retry_seconds)
+                           retry_seconds=settings.commit_retry_seconds, sends=ws_corked)
         writer.start()
         backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
                                  claim_seconds=settings.deadline_claim_seconds)

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, cast
 
@@ -86,8 +87,12 @@ class LogWriter:
     matches fail (``BANNERFALL_COMMIT_RETRY_SECONDS``)."""
 
     def __init__(self, repo: Repository, *, window_ms: float = 0.0, max_batch: int = 2000,
-                 retry_seconds: float = 10.0) -> None:
+                 retry_seconds: float = 10.0,
+                 sends: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         self.repo = repo
+        #: entered around each run of callbacks: the sockets' layer batches their writes in it
+        #: (``app.api.ws.corked``)
+        self.sends = sends
         self.window = window_ms / 1000.0
         self.max_batch = max_batch
         self.retry_seconds = retry_seconds
@@ -144,13 +149,15 @@ class LogWriter:
             done: list[tuple[LogRecord, BaseException | None]] = [
                 (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
             done += [(r, results.get(r.stream.match_id)) for r in batch]
-            for i, (record, error) in enumerate(done):
-                try:
-                    record.on_durable(error)
-                except Exception:  # a callback must never stop the writer
-                    log.exception("on_durable callback failed")
-                if i % 32 == 31:
+            for start in range(0, len(done), 32):
+                if start:
                     await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
+                with self.sends():  # one write per socket for what these callbacks send
+                    for record, error in done[start:start + 32]:
+                        try:
+                            record.on_durable(error)
+                        except Exception:  # a callback must never stop the writer
+                            log.exception("on_durable callback failed")
 
     async def _commit(self, batch: list[LogRecord]) -> dict[str, BaseException | None]:
         """Write ``batch``; returns the error of each match that failed (absent: committed). Marks

@@ -1,12 +1,16 @@
 """``app.api.ws.Connection`` in-process (unit tests with a fake ASGI send and transport): a close
 flushes what was queued before it, then the close frame; a close that cannot finish is bounded
 (the transport is aborted, or without one the handler is cancelled); a forwarded act with no answer
-closes with 4503. The real-socket versions are in tests/e2e/test_socket_trust.py."""
+closes with 4503; the fast path writes a commit's messages to a socket in one write inside
+``corked``. The real-socket versions are in tests/e2e/test_socket_trust.py."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
-from app.api.ws import Connection, has_nul, utf8_size_over
+from websockets.protocol import State
+
+from app.api.ws import Connection, corked, has_nul, text_frame, utf8_size_over
 
 
 class FakeTransport:
@@ -137,3 +141,46 @@ def test_text_frame_is_the_frame_websockets_makes_and_is_reused_for_the_same_tex
         assert text_frame(text) == frame
         assert text_frame(text) is text_frame(text)  # one text to many sockets: framed once
     assert text_frame("a" * 10) != text_frame("b" * 10)
+
+
+class WritesTransport(FakeTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+def fast_path_connection(transport):
+    """A Connection whose fast path is on, over a stand-in for uvicorn's sans-I/O protocol."""
+    proto = FakeProtocol(transport=transport)
+    conn = Connection(FakeWebSocket(proto), 16, close_seconds=1.0)
+    writable = asyncio.Event()
+    writable.set()
+    conn.proto = SimpleNamespace(
+        handshake_complete=True, close_sent=False, disconnected=False, initial_response=None,
+        writable=writable, transport=transport,
+        conn=SimpleNamespace(state=State.OPEN, extensions=[], writes=[], expect_continuation_frame=False,
+                             debug=False))
+    conn.idle = True
+    return conn
+
+
+async def test_corked_pushes_leave_in_one_write_per_socket_in_order():
+    one, two = WritesTransport(), WritesTransport()
+    a, b = fast_path_connection(one), fast_path_connection(two)
+    a.push('{"type":"delta","n":1}')
+    assert one.writes == [text_frame('{"type":"delta","n":1}')]  # not corked: written at once
+    with corked():
+        a.push('{"type":"delta","n":2}')
+        b.push('{"type":"delta","n":2}')
+        with corked():  # nested: the outer one writes
+            a.push('{"type":"ack","seq":5}')
+        assert len(one.writes) == 1 and two.writes == []
+    assert one.writes[1:] == [text_frame('{"type":"delta","n":2}') + text_frame('{"type":"ack","seq":5}')]
+    assert two.writes == [text_frame('{"type":"delta","n":2}')]
+    with corked():
+        a.push('{"type":"delta","n":3}')
+        one.closing = True  # the socket is closing by the end: what was held is dropped
+    assert len(one.writes) == 2
