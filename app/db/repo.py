@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.models import PlayerToken
 from app.db.paging import decode_cursor, encode_cursor
-from app.db.sqlite_log import FENCE_CHUNK, SqliteLogCommitter, fence_sql
+from app.db.sqlite_log import FENCE_CHUNK, SqliteLogCommitter, fence_sql, json_text
 from app.db.tables import actions_t, lobbies_t, matches_t, players_t, seats_t
 
 tokens_t = cast(Table, PlayerToken.__table__)
@@ -37,6 +37,38 @@ _PG_FENCE = text(
     "CAST(:lasts AS INTEGER[])) AS v(id, epoch, first, last) "
     "WHERE m.id = v.id AND m.owner_epoch = v.epoch AND m.version = v.first - 1 "
     "RETURNING m.id")
+#: Postgres: a whole group commit as one statement, run in autocommit (one round trip, one
+#: implicit transaction): lock the batch's match rows in id order, fence them (the same WHERE as
+#: ``_PG_FENCE``, with the end of a finished match written in the same UPDATE), insert the records of
+#: the matches the fence accepted, return those ids. Data-modifying CTEs see each other only through
+#: RETURNING, which is how ``ins`` reads ``fence``.
+_PG_COMMIT = text(
+    "WITH locked AS ("
+    " SELECT id FROM matches WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR UPDATE"
+    "), fence AS ("
+    " UPDATE matches AS m SET version = v.last,"
+    " status = CASE WHEN v.ended THEN v.status ELSE m.status END,"
+    " outcome = CASE WHEN v.ended THEN CAST(v.outcome AS JSON) ELSE m.outcome END,"
+    " ended_at = CASE WHEN v.ended THEN v.ended_at ELSE m.ended_at END"
+    " FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:epochs AS BIGINT[]), CAST(:firsts AS INTEGER[]),"
+    " CAST(:lasts AS INTEGER[]), CAST(:ended AS BOOLEAN[]), CAST(:statuses AS VARCHAR[]),"
+    " CAST(:outcomes AS TEXT[]), CAST(:ended_ats AS DOUBLE PRECISION[]))"
+    " AS v(id, epoch, first, last, ended, status, outcome, ended_at)"
+    " WHERE m.id = v.id AND m.owner_epoch = v.epoch AND m.version = v.first - 1"
+    " AND m.id IN (SELECT id FROM locked)"
+    " RETURNING m.id"
+    "), ins AS ("
+    " INSERT INTO match_actions (match_id, seq, seat, kind, action, client_seq, deadlines, created_at)"
+    " SELECT r.match_id, r.seq, r.seat, r.kind, CAST(r.action AS JSON), r.client_seq,"
+    " CAST(r.deadlines AS JSON), r.created_at"
+    " FROM unnest(CAST(:r_ids AS VARCHAR[]), CAST(:r_seqs AS INTEGER[]), CAST(:r_seats AS INTEGER[]),"
+    " CAST(:r_kinds AS VARCHAR[]), CAST(:r_actions AS TEXT[]), CAST(:r_client_seqs AS BIGINT[]),"
+    " CAST(:r_deadlines AS TEXT[]), CAST(:r_created AS DOUBLE PRECISION[]))"
+    " AS r(match_id, seq, seat, kind, action, client_seq, deadlines, created_at)"
+    " WHERE r.match_id IN (SELECT id FROM fence)"
+    ") SELECT id FROM fence")
+
+
 def _row(r) -> dict[str, Any] | None:
     return dict(r._mapping) if r is not None else None
 
@@ -404,6 +436,8 @@ class Repository:
                 ordered.append(g)
         if self.log_committer is not None:
             return refused | await self.log_committer.commit(ordered)
+        if self.engine.dialect.name == "postgresql":
+            return refused | await self._commit_pg(ordered)
         async with self.engine.begin() as conn:
             if self.engine.dialect.name == "postgresql":
                 accepted = await self._fence_pg(conn, ordered)
@@ -421,6 +455,48 @@ class Repository:
             if rows:
                 await conn.execute(insert(actions_t), rows)
         return refused
+
+    async def _commit_pg(self, ordered: list["MatchWrite"]) -> set[str]:
+        """Postgres: the batch as the one statement ``_PG_COMMIT`` in autocommit (the same fence,
+        lock order and all-or-nothing as the transaction of :meth:`commit_batch`, in one round trip
+        instead of six: under load every await of the commit waited behind the event loop's other
+        work). Returns the ids refused by the fence."""
+        if not ordered:
+            return set()
+        ended = [g.update is not None for g in ordered]
+        r_ids: list[str] = []
+        r_seqs: list[int] = []
+        r_seats: list[int | None] = []
+        r_kinds: list[str] = []
+        r_actions: list[str] = []
+        r_client_seqs: list[int | None] = []
+        r_deadlines: list[str] = []
+        r_created: list[float] = []
+        for g in ordered:
+            for r in g.rows:
+                r_ids.append(r["match_id"])
+                r_seqs.append(r["seq"])
+                r_seats.append(r["seat"])
+                r_kinds.append(r["kind"])
+                r_actions.append(json_text(r["action"]))
+                r_client_seqs.append(r["client_seq"])
+                r_deadlines.append(json_text(r["deadlines"]))
+                r_created.append(r["created_at"])
+        params = {
+            "ids": [g.match_id for g in ordered], "epochs": [g.epoch for g in ordered],
+            "firsts": [g.rows[0]["seq"] for g in ordered], "lasts": [g.rows[-1]["seq"] for g in ordered],
+            "ended": ended,
+            "statuses": [g.update["status"] if g.update else None for g in ordered],
+            "outcomes": [json_text(g.update.get("outcome")) if g.update else None for g in ordered],
+            "ended_ats": [g.update.get("ended_at") if g.update else None for g in ordered],
+            "r_ids": r_ids, "r_seqs": r_seqs, "r_seats": r_seats, "r_kinds": r_kinds, "r_actions": r_actions,
+            "r_client_seqs": r_client_seqs, "r_deadlines": r_deadlines, "r_created": r_created,
+        }
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            res = await conn.execute(_PG_COMMIT, params)
+            accepted = {row[0] for row in res}
+        return {g.match_id for g in ordered} - accepted
 
     @staticmethod
     async def _fence_pg(conn, ordered: list["MatchWrite"]) -> set[str]:

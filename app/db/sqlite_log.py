@@ -46,7 +46,7 @@ def fence_sql(n: int) -> str:
             "RETURNING matches.id")
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
     """A JSON column's text (SQLAlchemy's ``JSON`` stores None as ``null`` too)."""
     return orjson.dumps(value).decode()
 
@@ -119,11 +119,11 @@ class SqliteLogCommitter:
                 for g in ordered:
                     if g.match_id not in accepted:
                         continue
-                    rows += [(r["match_id"], r["seq"], r["seat"], r["kind"], _json(r["action"]),
-                              r["client_seq"], _json(r["deadlines"]), r["created_at"]) for r in g.rows]
+                    rows += [(r["match_id"], r["seq"], r["seat"], r["kind"], json_text(r["action"]),
+                              r["client_seq"], json_text(r["deadlines"]), r["created_at"]) for r in g.rows]
                     if g.update:
                         u = g.update
-                        conn.execute(_END, (u["status"], _json(u.get("outcome")), u.get("ended_at"), g.match_id))
+                        conn.execute(_END, (u["status"], json_text(u.get("outcome")), u.get("ended_at"), g.match_id))
                 if rows:
                     conn.executemany(_INSERT, rows)
                 conn.execute("COMMIT")
