@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     #: collector, with ``gc_thresholds``.
     gc_full_seconds: float = Field(600.0, ge=0)
     #: ... or sooner, when this many more container objects are alive than after the last one.
-    gc_growth_objects: int = Field(500_000, ge=1000)
+    gc_growth_objects: int = Field(2_000_000, ge=1000)
     #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
     #: ``gc_full_seconds`` is 0; the objects made at start are frozen out of the collector's sight
     #: first (``gc.freeze``) in both cases.
