@@ -91,7 +91,7 @@ _corked: dict[Connection, list[bytes]] | None = None
 @contextmanager
 def corked() -> Iterator[None]:
     """Frames a socket's fast path writes inside are written at the end, in order, in one
-    ``transport.write`` per socket: the log writer delivers a commit's records inside one, so the
+    ``transport.write`` per socket: the log writer delivers each durable record inside one, so the
     ``delta`` of an action and its ``ack`` leave in one write (one system call), not two. Nested:
     the outermost one writes. Nothing is reordered: while corked, a socket's every push takes the
     same path (the fast path's conditions change only with I/O, and there is none inside)."""

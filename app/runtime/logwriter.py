@@ -90,8 +90,8 @@ class LogWriter:
                  retry_seconds: float = 10.0,
                  sends: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         self.repo = repo
-        #: entered around each run of callbacks: the sockets' layer batches their writes in it
-        #: (``app.api.ws.corked``)
+        #: entered around each record's callback: the sockets' layer batches the writes it makes
+        #: (``app.api.ws.corked``: an action's delta and its ack in one write)
         self.sends = sends
         self.window = window_ms / 1000.0
         self.max_batch = max_batch
@@ -149,15 +149,15 @@ class LogWriter:
             done: list[tuple[LogRecord, BaseException | None]] = [
                 (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
             done += [(r, results.get(r.stream.match_id)) for r in batch]
-            for start in range(0, len(done), 32):
-                if start:
+            sends = self.sends
+            for i, (record, error) in enumerate(done):
+                try:
+                    with sends():  # one write per socket for what this record sends (its delta and ack)
+                        record.on_durable(error)
+                except Exception:  # a callback must never stop the writer
+                    log.exception("on_durable callback failed")
+                if i % 32 == 31:
                     await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
-                with self.sends():  # one write per socket for what these callbacks send
-                    for record, error in done[start:start + 32]:
-                        try:
-                            record.on_durable(error)
-                        except Exception:  # a callback must never stop the writer
-                            log.exception("on_durable callback failed")
 
     async def _commit(self, batch: list[LogRecord]) -> dict[str, BaseException | None]:
         """Write ``batch``; returns the error of each match that failed (absent: committed). Marks
