@@ -20,6 +20,7 @@ from app.api.routes import ratings as rating_routes
 from app.api.security import SecurityHeadersMiddleware, check_admin_token, install_docs
 from app.api.ws import corked as ws_corked
 from app.api.ws import router as ws_router
+from app.api.ws import serve_direct
 from app.config import Settings
 from app.db.admins import ensure_admin
 from app.db.database import make_engine
@@ -66,8 +67,11 @@ def _install_safety(app: FastAPI, settings: Settings) -> None:
 
 
 class RawSendMiddleware:
-    """Outermost ASGI layer: keeps the server's own ``send`` for match sockets in the scope, so the
-    per-socket writer can send frames without the per-message cost of every middleware wrapper."""
+    """Outer ASGI layer (inside ``TextGuard``, which passes sockets through): keeps the server's own
+    ``send`` for match sockets in the scope, so the per-socket writer can send frames without the
+    per-message cost of every middleware wrapper, and serves match sockets from here
+    (:func:`app.api.ws.serve_direct`: the layers inside would keep a coroutine frame each for the
+    socket's life and do nothing for it but the rate limit, which it checks)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -75,6 +79,8 @@ class RawSendMiddleware:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "websocket":
             scope["bannerfall.raw_send"] = send
+            if await serve_direct(scope, receive, send):
+                return
         await self.app(scope, receive, send)
 
 

@@ -194,37 +194,46 @@ class RateLimitMiddleware:
         if kind not in ("http", "websocket") or scope.get("path") in EXEMPT_PATHS:
             await self.app(scope, receive, send)
             return
-        limiter = self.limiter
-        client = scope.get("client")
-        ip = client[0] if client else "unknown"
-        by_address = ip not in limiter.exempt
-        retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip and by_address else None
-        if retry is None and kind == "http":
-            if (limiter.new_players and by_address and scope.get("method") == "POST"
-                    and scope.get("path") == NEW_PLAYER_PATH):
-                retry = await limiter.hit(limiter.new_players, "new-player", ip)
-            if retry is None and limiter.per_player:
-                token = _bearer(scope)
-                if token:
-                    retry = await limiter.hit(limiter.per_player, "player", token_key(token))
-        if retry is None:
+        if not await refuse_if_limited(self.limiter, scope, receive, send):
             await self.app(scope, receive, send)
-            return
-        message = f"too many requests: retry in {retry} s"
-        app = scope.get("app")
-        metrics = getattr(getattr(app, "state", None), "metrics", None)
-        if metrics is not None:
-            metrics.errors.labels("rate_limited").inc()
-        if kind == "http":
-            await _error_response(429, "rate_limited", message, {"Retry-After": str(retry)})(scope, receive, send)
-            return
-        first = await receive()
-        if first["type"] != "websocket.connect":
-            return
-        await send({"type": "websocket.accept"})
-        await send({"type": "websocket.send", "text": orjson.dumps(
-            {"type": "error", "code": "rate_limited", "message": message}).decode()})
-        await send({"type": "websocket.close", "code": CLOSE_RATE_LIMITED, "reason": "rate limited"})
+
+
+async def refuse_if_limited(limiter: RateLimiter, scope, receive, send) -> bool:
+    """The checks of :class:`RateLimitMiddleware` for one HTTP request or socket (``scope``): True
+    when a limit refused it (the answer is sent: 429, or for a socket an ``error`` then 4429),
+    False when it may go on. Also called for the match sockets served before the middleware
+    (``app.main.RawSendMiddleware``)."""
+    kind = scope["type"]
+    client = scope.get("client")
+    ip = client[0] if client else "unknown"
+    by_address = ip not in limiter.exempt
+    retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip and by_address else None
+    if retry is None and kind == "http":
+        if (limiter.new_players and by_address and scope.get("method") == "POST"
+                and scope.get("path") == NEW_PLAYER_PATH):
+            retry = await limiter.hit(limiter.new_players, "new-player", ip)
+        if retry is None and limiter.per_player:
+            token = _bearer(scope)
+            if token:
+                retry = await limiter.hit(limiter.per_player, "player", token_key(token))
+    if retry is None:
+        return False
+    message = f"too many requests: retry in {retry} s"
+    app = scope.get("app")
+    metrics = getattr(getattr(app, "state", None), "metrics", None)
+    if metrics is not None:
+        metrics.errors.labels("rate_limited").inc()
+    if kind == "http":
+        await _error_response(429, "rate_limited", message, {"Retry-After": str(retry)})(scope, receive, send)
+        return True
+    first = await receive()
+    if first["type"] != "websocket.connect":
+        return True
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.send", "text": orjson.dumps(
+        {"type": "error", "code": "rate_limited", "message": message}).decode()})
+    await send({"type": "websocket.close", "code": CLOSE_RATE_LIMITED, "reason": "rate limited"})
+    return True
 
 
 # -- caps per player -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import socket
 import struct
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,10 +22,11 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from starlette.routing import Match
 from websockets.protocol import State
 
 from app.api.deps import player_for_token
-from app.api.limits import admit_socket, release_socket
+from app.api.limits import admit_socket, refuse_if_limited, release_socket
 from app.games.base import ADMIN, SPECTATOR
 from app.runtime.interfaces import Link, MatchDirectory
 from app.runtime.match import MatchRunner
@@ -138,19 +140,20 @@ def transport_of(ws: WebSocket) -> Any:
 
 
 class Connection:
-    """A local socket as a runtime :class:`~app.runtime.match.Peer`: a bounded send queue drained by
-    one writer task. A client that stops reading fills its queue and is closed with 4008.
+    """A local socket as a runtime :class:`~app.runtime.match.Peer`: what cannot be written at once
+    waits in a bounded send queue, drained by a writer task that runs only while something waits. A
+    client that stops reading fills its queue and is closed with 4008.
 
     ``close_seconds``: the bound on a close (flush + close frame + closing handshake) before the
     transport is aborted. ``act_timeout``: an ``act`` whose ``ack``/``error`` has not been pushed
     within this many seconds closes the socket with 4503 (resend after resume); None: no bound.
 
-    Fast path (uvicorn ``websockets-sansio`` only): a message pushed while the writer task is idle
-    (nothing queued, nothing being sent) and the socket is writable is framed and handed to the
-    transport at once, as uvicorn's own ``send`` does, without the queue and the writer task's
-    wake-up (``docs/benchmarks/server.md``, "Where the time goes"). Anything else (a paused
-    transport: the client is not reading; a closing socket) goes through the queue as before, so the
-    order, the 4008 bound and the closes are unchanged."""
+    Fast path (uvicorn ``websockets-sansio`` only): a message pushed while nothing waits (no queue,
+    no writer task) and the socket is writable is framed and handed to the transport at once, as
+    uvicorn's own ``send`` does (``docs/benchmarks/server.md``, "Where the time goes"). Anything
+    else (a paused transport: the client is not reading; a closing socket; another server) goes
+    through the queue in order, so the order, the 4008 bound and the closes are the same either way.
+    An idle socket holds no queue and no task (``docs/benchmarks/server.md``, "Memory")."""
 
     __slots__ = (
         "act_timeout",
@@ -160,13 +163,13 @@ class Connection:
         "closer",
         "deltas",
         "handler",
-        "idle",
         "metrics",
         "on_close",
         "pending",
         "player_id",
         "proto",
         "queue",
+        "queue_size",
         "sent_version",
         "transport",
         "viewer",
@@ -177,7 +180,9 @@ class Connection:
     def __init__(self, ws: WebSocket, queue_size: int, metrics: Any = None, *, close_seconds: float = 2.0,
                  act_timeout: float | None = None) -> None:
         self.ws = ws
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue(queue_size)
+        #: messages waiting for the writer task (None: nothing waits); a None item is the close mark
+        self.queue: deque[str | None] | None = None
+        self.queue_size = queue_size
         self.viewer = SPECTATOR
         self.player_id: str | None = None
         self.sent_version = 0
@@ -185,6 +190,7 @@ class Connection:
         self.deltas = True
         self.closed = False
         self.close_code: tuple[int, str] | None = None
+        #: the task draining ``queue``, while it runs (it ends when the queue is empty)
         self.writer: asyncio.Task | None = None
         self.closer: asyncio.Task | None = None
         self.metrics = metrics
@@ -198,11 +204,10 @@ class Connection:
         self.handler: asyncio.Task | None = None
         #: uvicorn's sans-I/O protocol (the fast path), else None
         self.proto = _sansio_protocol(ws)
-        #: the writer task waits on an empty queue (nothing in flight): a push may write at once
-        self.idle = False
 
     def start(self) -> None:
-        self.writer = asyncio.get_running_loop().create_task(self._write())
+        """Called by the socket's handler task once the socket is accepted (it is cancelled when a
+        close without transport reaches its bound)."""
         self.handler = asyncio.current_task()
 
     # ------------------------------------------------------------------ acts in flight
@@ -237,20 +242,25 @@ class Connection:
             return
         if self.pending and text.startswith(_ANSWER_PREFIXES):
             self._answered(text)
-        if self.idle and self.proto is not None and self._send_now(text):
+        if self.writer is None and self.proto is not None and self._send_now(text):
             return
-        try:
-            self.queue.put_nowait(text)
-        except asyncio.QueueFull:
+        queue = self.queue
+        if queue is None:
+            queue = self.queue = deque()
+        elif len(queue) >= self.queue_size:
             if self.metrics:
                 self.metrics.slow_disconnects.inc()
             self.close(CLOSE_SLOW, "send queue full: the client is not reading")
+            return
+        queue.append(text)
+        if self.writer is None:
+            self.writer = asyncio.get_running_loop().create_task(self._write())
 
     def _send_now(self, text: str) -> bool:
         """Frame ``text`` and write it to the transport now, as uvicorn's ``send`` does, if the socket
-        is open and writable and nothing is queued; False (nothing done): queue it instead."""
+        is open and writable (the caller checked that nothing waits); False (nothing done): queue it."""
         proto = self.proto
-        if (self.queue.qsize() or not proto.handshake_complete or proto.close_sent or proto.disconnected
+        if (not proto.handshake_complete or proto.close_sent or proto.disconnected
                 or proto.initial_response is not None or not proto.writable.is_set()
                 or proto.transport.is_closing()):
             return False
@@ -296,10 +306,8 @@ class Connection:
             return
         self._end()
         self.close_code = (code, reason)
-        try:
-            self.queue.put_nowait(None)  # the writer stops after what was queued before the close
-        except asyncio.QueueFull:
-            pass  # a client that reads nothing: the writer cannot get there; the bound applies
+        if self.writer is not None and self.queue is not None:
+            self.queue.append(None)  # the writer stops after what was queued before the close
         self.closer = asyncio.get_running_loop().create_task(self._close(code, reason))
 
     def gone(self) -> None:
@@ -325,11 +333,12 @@ class Connection:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.close_seconds
         flushed = True
-        if self.writer is not None and not self.writer.done():
-            done, _ = await asyncio.wait({self.writer}, timeout=self.close_seconds)
+        writer = self.writer
+        if writer is not None and not writer.done():
+            done, _ = await asyncio.wait({writer}, timeout=self.close_seconds)
             if not done:
                 flushed = False
-                self.writer.cancel()
+                writer.cancel()
         if flushed:
             try:
                 await asyncio.wait_for(self._send_close(code, reason), max(0.01, deadline - loop.time()))
@@ -352,30 +361,27 @@ class Connection:
             await raw({"type": "websocket.close", "code": code, "reason": reason})
 
     async def _write(self) -> None:
+        """Send the queue in order until it is empty (then the task ends and the queue is dropped) or
+        reaches the close mark."""
         queue = self.queue
         raw = self.ws.scope.get("bannerfall.raw_send")
         try:
-            if raw is None:
-                send = self.ws.send_text
-                while (text := await queue.get()) is not None:
-                    await send(text)
-                return
-            while True:
-                if queue.empty():
-                    self.idle = True
-                    try:
-                        text = await queue.get()
-                    finally:
-                        self.idle = False
-                else:
-                    text = queue.get_nowait()
+            while queue:
+                text = queue.popleft()
                 if text is None:
                     return
-                await raw({"type": "websocket.send", "text": text})
+                if raw is None:
+                    await self.ws.send_text(text)
+                else:
+                    await raw({"type": "websocket.send", "text": text})
         except (asyncio.CancelledError, WebSocketDisconnect, RuntimeError, OSError):
             pass
         except Exception:  # the socket is gone in some other way
             pass
+        finally:
+            if not self.closed:
+                self.writer = None
+                self.queue = None
 
 
 async def release(ws: WebSocket, transport: Any, deadline: float, metrics: Any = None) -> None:
@@ -574,6 +580,24 @@ async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, A
         send_on(msg)
 
 
+async def serve_direct(scope: dict[str, Any], receive: Any, send: Any) -> bool:
+    """Serve ``scope`` if it is a match socket (``/ws/matches/{id}``, matched as the router matches
+    it), without the router and the middleware inside ``app.main.RawSendMiddleware``, which calls
+    this; False (nothing done) for anything else. Those layers do nothing for a socket but the
+    per-address rate limit (:func:`app.api.limits.refuse_if_limited`, checked here the same way),
+    yet each would keep a suspended coroutine frame (and FastAPI's exit stacks) for the socket's
+    whole life: ~12 KB per idle socket (``docs/benchmarks/server.md``, "Memory")."""
+    matched, child = _MATCH_ROUTE.matches(scope)
+    if matched is not Match.FULL:
+        return False
+    app = scope["app"]
+    if await refuse_if_limited(app.state.rate_limiter, scope, receive, send):
+        return True
+    scope.update(child)
+    await match_socket(WebSocket(scope, receive, send), child["path_params"]["match_id"])
+    return True
+
+
 @router.websocket("/ws/matches/{match_id}")
 async def match_socket(ws: WebSocket, match_id: str) -> None:
     """The match socket: hello → admit → join (here or through a link) → serve; closes bounded."""
@@ -620,3 +644,7 @@ async def match_socket(ws: WebSocket, match_id: str) -> None:
             except asyncio.CancelledError:
                 pass
         metrics.sockets.dec()
+
+
+#: the match socket's route, for :func:`serve_direct`
+_MATCH_ROUTE = router.routes[0]

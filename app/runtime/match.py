@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +24,7 @@ from app.delta import diff
 from app.games.base import ADMIN, SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
 from app.runtime import wire
 from app.runtime.audience import AudienceBook, audience_events
+from app.runtime.history import EventHistory, RecentSeqs
 from app.runtime.rows import LogRow, MatchRow, MatchUpdate
 from app.runtime.wire import (
     CLOSE_MATCH_GONE,
@@ -107,11 +107,11 @@ class MatchRunner:
         #: the audiences' versions and documents as of ``version`` (``app/runtime/audience.py``)
         self.book = book if book is not None else AudienceBook(game, match["seat_count"], state, status,
                                                                 self.public_prompts())
-        #: (version, events, audience versions after it) of the last HISTORY log records
-        self.history: deque[tuple[int, list[Event], tuple[int, ...]]] = deque(history or (), maxlen=self.HISTORY)
-        #: the audience versions before the oldest entry of ``history``
-        self._history_floor: tuple[int, ...] = tuple(history_floor) if history_floor is not None \
-            else (self.history[0][2] if self.history else tuple(self.book.versions))
+        #: (version, events, audience versions after it) of the last HISTORY log records, compact
+        #: (``app/runtime/history.py``); ``history.floor``: the audience versions before its oldest
+        entries = list(history or ())
+        self.history = EventHistory(self.HISTORY, len(self.book.keys), entries,
+                                    history_floor if history_floor is not None or entries else self.book.versions)
         #: each audience's version and document as of ``durable_version`` (what it has been or is sent)
         self._durable_versions: list[int] = list(self.book.versions)
         self._durable_docs: list[dict[str, Any]] = list(self.book.docs)
@@ -137,13 +137,13 @@ class MatchRunner:
         self._holds_lease = holds_lease
         #: why the runner was dropped: None, "storage" (a write failed) or "fenced" (stale owner)
         self.failure: str | None = None
-        # seat -> client_seq -> reply dict (or None while waiting for the commit)
-        self._recent: dict[int, OrderedDict[int, dict | None]] = {}
+        #: seat -> its last client seqs and the version each was acked at (-1: waiting for the commit)
+        self._recent: dict[int, RecentSeqs] = {}
         self._waiters: dict[tuple[int, int], list[Peer]] = {}
         for seat, seqs in (client_seqs or {}).items():
-            cache = self._recent.setdefault(seat, OrderedDict())
+            cache = self._recent[seat] = RecentSeqs(self.RECENT_PER_SEAT)
             for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
-                cache[cseq] = wire.ack(cseq, ver)
+                cache.add(cseq, ver)
         self.outcome: Outcome | None = game.outcome(state) if status == "running" else None
         self.durable_prompts: list[dict[str, Any]] = self.public_prompts()
         self.durable_status = status
@@ -223,22 +223,17 @@ class MatchRunner:
     def _floor_version(self, viewer: int) -> int:
         """The oldest audience version after which every event of ``viewer`` is still in memory."""
         if viewer == ADMIN:
-            return self.history[0][0] - 1 if self.history else self.durable_version
-        return self._history_floor[self.book.index(viewer)]
+            oldest = self.history.oldest_version
+            return oldest - 1 if oldest is not None else self.durable_version
+        return self.history.floor[self.book.index(viewer)]
 
     def _events_between(self, viewer: int, after: int, upto: int) -> list[dict[str, Any]]:
         """The events ``viewer`` may see of its audience versions in ``(after, upto]`` still in memory."""
-        if viewer == ADMIN:
-            return [e for ver, evs, _av in self.history if after < ver <= upto
-                    for e in audience_events(ver, evs, ADMIN)]
-        i = self.book.index(viewer)
-        return [e for _ver, evs, av in self.history if after < av[i] <= upto
-                for e in audience_events(av[i], evs, viewer)]
+        audience = None if viewer == ADMIN else self.book.index(viewer)
+        return self.history.events_between(audience, viewer, after, upto)
 
     def _remember(self, version: int, events: list[Event], versions: tuple[int, ...]) -> None:
-        if len(self.history) == self.HISTORY:
-            self._history_floor = self.history[0][2]
-        self.history.append((version, events, versions))
+        self.history.append(version, events, versions)
 
     # ------------------------------------------------------------------ messages (shaped in wire)
     def public_prompts(self) -> list[dict[str, Any]]:
@@ -268,13 +263,13 @@ class MatchRunner:
         if seat < 0:
             peer.push(encode(error("not_a_player", "spectators and admins cannot act", seq=client_seq)))
             return
-        recent = self._recent.setdefault(seat, OrderedDict())
-        if client_seq in recent:
-            reply = recent[client_seq]
-            if reply is None:  # same action still committing: answer when it is durable
+        recent = self._recent.get(seat)
+        acked = recent.get(client_seq) if recent is not None else None
+        if acked is not None:
+            if acked < 0:  # same action still committing: answer when it is durable
                 self._waiters.setdefault((seat, client_seq), []).append(peer)
             else:
-                peer.push(encode(reply))
+                peer.push(encode(wire.ack(client_seq, acked)))
             return
         if self.status != "running" or self.failed:
             peer.push(encode(error("match_over", "the match is not running", seq=client_seq)))
@@ -420,18 +415,17 @@ class MatchRunner:
 
     def _committing(self, seat: int, client_seq: int) -> None:
         """Remember ``client_seq`` as in flight (a duplicate waits for its answer)."""
-        recent = self._recent.setdefault(seat, OrderedDict())
-        recent[client_seq] = None
-        while len(recent) > self.RECENT_PER_SEAT:
-            recent.popitem(last=False)
+        recent = self._recent.get(seat)
+        if recent is None:
+            recent = self._recent[seat] = RecentSeqs(self.RECENT_PER_SEAT)
+        recent.add(client_seq)
 
     def _acknowledge(self, seat: int, client_seq: int, version: int, reply_to: Peer | None) -> None:
         """The action is durable: ``ack`` to the actor and to any duplicate waiting, and cached."""
-        reply = wire.ack(client_seq, version)
         cache = self._recent.get(seat)
-        if cache is not None and client_seq in cache:
-            cache[client_seq] = reply
-        text = encode(reply)
+        if cache is not None:
+            cache.acknowledge(client_seq, version)
+        text = encode(wire.ack(client_seq, version))
         if reply_to is not None:
             reply_to.push(text)
         for waiter in self._waiters.pop((seat, client_seq), ()):
@@ -517,7 +511,7 @@ class MatchRunner:
         if version == base:
             return
         self._spectators_sent = (version, doc)
-        if base < self._history_floor[i]:  # more records than the event window since the last send
+        if base < self.history.floor[i]:  # more records than the event window since the last send
             for peer in list(self.spectators):
                 peer.sent_version = -1  # a full state with the events still in memory
         self._send(list(self.spectators), SPECTATOR, base, version, old_doc, doc,

@@ -163,7 +163,6 @@ def fast_path_connection(transport):
         writable=writable, transport=transport,
         conn=SimpleNamespace(state=State.OPEN, extensions=[], writes=[], expect_continuation_frame=False,
                              debug=False))
-    conn.idle = True
     return conn
 
 

@@ -11,10 +11,11 @@ A view is a read-only picture: the parts that depend only on the position (the l
 defences, passes and each viewer's battles) are built once per position, kept in
 ``state.view_memo`` and shared by the views of every viewer and of the states that differ only in
 ``submissions`` (see :class:`~app.games.conquest.state.State`); the entry of a land whose flop is
-face down depends only on the land and its owner and is built once per match
-(``board.view_parts``). The top-level dict, ``seats``, ``you``, ``outcome`` and the admin's
-``pools`` and ``submissions`` are new on every call. Callers serialise views; they must not change
-them.
+face down depends only on the land and its owner and is built the first time that owner holds it,
+then kept for the match (``board.view_parts``, with each land's ``neighbours`` list and the face-down
+flop, shared by all entries); ``seats`` is built once per position and set of submissions. The
+top-level dict, ``you``, ``outcome`` and the admin's ``pools`` and ``submissions`` are new on every
+call. Callers serialise views; they must not change them.
 """
 from __future__ import annotations
 
@@ -234,15 +235,19 @@ def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
                  for land, owner in enumerate(owners)]
     else:
         # The entry of a land with a face-down flop depends on nothing but the land and its owner:
-        # built once per match. ``face_down[owner][land]``, the neutral's row last (index -1).
-        face_down = board.view_parts.get("face_down_lands")
+        # built the first time that owner holds that land, then kept for the match.
+        # ``face_down[owner][land]``, the neutral's row last (index -1).
+        parts = board.view_parts
+        face_down = parts.get("face_down_lands")
         if face_down is None:
-            face_down = board.view_parts["face_down_lands"] = [
-                [_land_entry(board, land, owner, [{"hidden": True}, {"hidden": True}, {"hidden": True}])
-                 for land in range(board.size)]
-                for owner in list(range(state.seats)) + [NEUTRAL]]
+            face_down = parts["face_down_lands"] = [[None] * board.size for _ in range(state.seats + 1)]
         # ``[face_down[owner][land] for land, owner in enumerate(owners)]``, looped in C
         lands = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
+        if None in lands:
+            for land, entry in enumerate(lands):
+                if entry is None:
+                    owner = owners[land]
+                    lands[land] = face_down[owner][land] = _land_entry(board, land, owner, _face_down_flop(board))
         for land, flop in open_flops.items():
             lands[land] = _land_entry(board, land, owners[land], flop)
     if state.shields:  # public: others must know what a table costs them (5.3.1.1)
@@ -271,12 +276,23 @@ def _seen_lands(state: State, viewer: int, lands: list[dict[str, Any]]) -> list[
 
 def _land_entry(board, land: int, owner: int, flop: list[dict[str, Any]]) -> dict[str, Any]:
     q, r = board.coords[land]
+    neighbours = board.view_parts.get("neighbours")
+    if neighbours is None:  # each land's list, shared by its entries (views are read-only)
+        neighbours = board.view_parts["neighbours"] = [list(near) for near in board.neighbours]
     return {
         "id": land, "q": q, "r": r,
         "owner": None if owner == NEUTRAL else owner,
-        "neighbours": list(board.neighbours[land]),
+        "neighbours": neighbours[land],
         "flop": flop,
     }
+
+
+def _face_down_flop(board) -> list[dict[str, Any]]:
+    """The flop of a table whose cards are face down, one list shared by the match's entries."""
+    flop = board.view_parts.get("face_down_flop")
+    if flop is None:
+        flop = board.view_parts["face_down_flop"] = [{"hidden": True}, {"hidden": True}, {"hidden": True}]
+    return flop
 
 
 def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
@@ -334,28 +350,13 @@ def view(state: State, viewer: int) -> dict[str, Any]:
             [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed],
             [owners.count(seat) for seat in range(state.seats)],  # tables per seat
         )
-    counts = public[3]
-    mana = state.mana
-    out_round = state.out_round
-    starts = state.board.starts
-    required = state.required
-    submissions = state.submissions
-    seats = [{
-        "seat": seat,
-        "mana": mana[seat],
-        "tables": counts[seat],
-        "eliminated": out_round[seat] != 0,
-        "start_land": starts[seat],
-        "must_act": seat in required,
-        "submitted": seat in submissions,
-    } for seat in range(state.seats)]
+    # the seats part is the same for every viewer: built once per position and set of submissions
+    # (``submitted``; the memo is shared by states that differ only in ``submissions``)
+    key = ("seats", frozenset(state.submissions))
+    seats = memo.get(key)
+    if seats is None:
+        seats = memo[key] = _seats(state, public[3])
     options = state.options
-    if options.loadouts:  # section 5: what each seat has activated is public
-        active = state.active
-        for entry in seats:
-            mine = active.get(entry["seat"], ())
-            entry["specials"] = [special for special in SPECIALS if special in mine]
-            entry["double_income_land"] = state.double_land.get(entry["seat"])
     out: dict[str, Any] = {
         "game": "conquest",
         "viewer": viewer,
@@ -382,6 +383,31 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         out["pools"] = {str(seat): [_card(d, False, True) for d in pool] for seat, pool in state.pools.items()}
         out["submissions"] = {str(seat): _submission_wire(state, seat) for seat in state.submissions}
     return out
+
+
+def _seats(state: State, counts: list[int]) -> list[dict[str, Any]]:
+    """The public entry of every seat (``counts``: tables per seat)."""
+    mana = state.mana
+    out_round = state.out_round
+    starts = state.board.starts
+    required = state.required
+    submissions = state.submissions
+    seats: list[dict[str, Any]] = [{
+        "seat": seat,
+        "mana": mana[seat],
+        "tables": counts[seat],
+        "eliminated": out_round[seat] != 0,
+        "start_land": starts[seat],
+        "must_act": seat in required,
+        "submitted": seat in submissions,
+    } for seat in range(state.seats)]
+    if state.options.loadouts:  # section 5: what each seat has activated is public
+        active = state.active
+        for entry in seats:
+            mine = active.get(entry["seat"], ())
+            entry["specials"] = [special for special in SPECIALS if special in mine]
+            entry["double_income_land"] = state.double_land.get(entry["seat"])
+    return seats
 
 
 def _you(state: State, seat: int) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""``app.runtime.history.EventHistory`` against the plain list of ``(version, events, versions)`` it
+replaced (a ``deque(maxlen=size)`` and the floor kept beside it): the same window, the same floors
+and the same events for every audience and range, across the compressed chunks' boundaries."""
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import pytest
+
+from app.games.base import ADMIN, SPECTATOR, Event
+from app.runtime.audience import audience_events
+from app.runtime.history import CHUNK, EventHistory
+
+SEATS = 3
+KEYS = (*range(SEATS), SPECTATOR)
+
+
+def _records(count: int, seed: int) -> list[tuple[int, list[Event], tuple[int, ...]]]:
+    rng = random.Random(seed)
+    versions = [0] * len(KEYS)
+    out = []
+    for version in range(1, count + 1):
+        events = []
+        for n in range(rng.randrange(0, 4)):
+            audience = rng.choice([None, frozenset({rng.randrange(SEATS)}), frozenset({0, SPECTATOR})])
+            data = {"seat": rng.randrange(SEATS), "n": n, "cards": [{"id": f"t{version}{n}", "card": "Ah"}]}
+            if rng.random() < 0.2:
+                data["by_seat"] = {rng.randrange(SEATS): 1.5}  # an int key, as the wire encodes it
+            events.append(Event(rng.choice(["dealt", "moved"]), data, audience))
+        for i, viewer in enumerate(KEYS):  # an audience moves when it sees an event (or at random)
+            if any(e.visible_to(viewer) for e in events) or rng.random() < 0.3:
+                versions[i] += 1
+        out.append((version, events, tuple(versions)))
+    return out
+
+
+def _naive(records, size, floor0):
+    window = deque(maxlen=size)
+    floor = floor0
+    for entry in records:
+        if len(window) == size:
+            floor = window[0][2]
+        window.append(entry)
+    return window, floor
+
+
+def _wire(events):  # what reaches a client: the encoded form (int keys become strings)
+    import orjson
+
+    return orjson.loads(orjson.dumps(events, option=orjson.OPT_NON_STR_KEYS))
+
+
+@pytest.mark.parametrize("count,size", [(0, 8), (5, 8), (8, 8), (40, 8), (CHUNK * 3 + 5, 20), (300, 256)])
+def test_window_floors_and_events_match_the_plain_list(count, size):
+    records = _records(count, seed=count * 31 + size)
+    history = EventHistory(size, len(KEYS), floor=(0,) * len(KEYS))
+    for version, events, versions in records:
+        history.append(version, events, versions)
+    window, floor = _naive(records, size, (0,) * len(KEYS))
+    assert len(history) == len(window)
+    assert history.floor == floor
+    assert history.oldest_version == (window[0][0] if window else None)
+    assert [(v, av) for v, _e, av in history] == [(v, av) for v, _e, av in window]
+    assert [[(e.type, e.audience) for e in evs] for _v, evs, _av in history] == \
+        [[(e.type, e.audience) for e in evs] for _v, evs, _av in window]
+    top = records[-1][0] if records else 0
+    rng = random.Random(count)
+    for _ in range(60):
+        after, upto = sorted(rng.randrange(0, top + 2) for _ in range(2))
+        for i, viewer in enumerate(KEYS):
+            want = [e for _ver, evs, av in window if after < av[i] <= upto for e in audience_events(av[i], evs, viewer)]
+            assert history.events_between(i, viewer, after, upto) == _wire(want)
+        want = [e for ver, evs, _av in window if after < ver <= upto for e in audience_events(ver, evs, ADMIN)]
+        assert history.events_between(None, ADMIN, after, upto) == _wire(want)
+
+
+def test_built_from_entries_takes_the_first_entrys_versions_as_floor_unless_given():
+    records = _records(10, seed=3)
+    assert EventHistory(256, len(KEYS), records).floor == records[0][2]
+    assert EventHistory(256, len(KEYS), records, floor=(0, 0, 0, 0)).floor == (0, 0, 0, 0)
+    with pytest.raises(ValueError):
+        EventHistory(256, len(KEYS)).append(1, [], (1, 2))
+
+
+def test_recent_seqs_match_an_ordered_dict_of_the_last_n():
+    from collections import OrderedDict
+
+    from app.runtime.history import RecentSeqs
+
+    rng = random.Random(7)
+    for size in (1, 4, 128):
+        recent, plain = RecentSeqs(size), OrderedDict()
+        for step in range(2000):
+            seq = rng.choice([step, rng.randrange(0, step + 1), rng.randrange(0, 2**62)])
+            assert recent.get(seq) == plain.get(seq)
+            if seq in plain:
+                continue
+            recent.add(seq)
+            plain[seq] = -1
+            while len(plain) > size:
+                plain.popitem(last=False)
+            assert len(recent) == len(plain)
+            if rng.random() < 0.8:  # most are acknowledged, some long after
+                acked = rng.choice(list(plain))
+                recent.acknowledge(acked, step)
+                plain[acked] = step
+        assert all(recent.get(s) == v for s, v in plain.items())
