@@ -63,9 +63,10 @@ class Settings(BaseSettings):
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
     commit_window_ms: float = Field(2.0, ge=0)
     #: Full cyclic garbage collections on the server's own clock (app/gcpolicy.py): every this many
-    #: seconds, CPython's automatic collector being off after start-up. 0: keep the automatic
-    #: collector, with ``gc_thresholds``.
-    gc_full_seconds: float = Field(600.0, ge=0)
+    #: seconds, CPython's automatic collector being off after start-up. 0 (the default): keep the
+    #: automatic collector, with ``gc_thresholds`` (REST traffic makes cyclic garbage: ~120 objects
+    #: per request, measured; see docs/operations.md before turning this on).
+    gc_full_seconds: float = Field(0.0, ge=0)
     #: ... or sooner, when this many more container objects are alive than after the last one.
     gc_growth_objects: int = Field(2_000_000, ge=1000)
     #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
