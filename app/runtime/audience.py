@@ -15,7 +15,7 @@ rebuilt on another node gives every audience the same versions.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 from app.delta import diff
@@ -55,27 +55,43 @@ class AudienceBook:
         return viewer if viewer >= 0 else len(self.keys) - 1
 
     def advance(self, state: Any, status: str, prompts: list[dict[str, Any]],
-                events: Sequence[Event]) -> dict[int, list[dict[str, Any]]]:
+                events: Sequence[Event], wanted: Container[int] | None = None
+                ) -> dict[int, list[dict[str, Any]] | None]:
         """One log record was applied, giving ``state``/``status``/``prompts`` and ``events``: raise the
         version of every audience whose document changed or that may see one of ``events``, and keep
         its new document. Returns, for each audience that changed (index → in ascending order), the
         RFC 6902 patch from its previous document to the new one (``app.delta.diff``; ``[]`` when only
-        events are new). The diff is also the test of change: one walk, no separate comparison. The
-        views come from one ``Game.views`` call, and a part shared by several audiences (the same old
-        and new objects at the same path) is diffed once; patches may share operation dicts
+        events are new), or None for an audience not in ``wanted`` whose document changed.
+
+        ``wanted``: the audiences whose patch someone will send now (the runner: the seats with a
+        socket that takes deltas); None = every audience. For the others the test of change is
+        ``old != new``, one comparison in C, and no patch is made (a socket that attaches later gets a
+        full state, or the runner diffs the two documents it keeps). For a document
+        ``{"status": str, "prompts": list, "view": dict}``, ``diff`` gives ``[]`` exactly when the two
+        are ``==`` (it skips equal members with ``==``), so the versions do not depend on ``wanted``:
+        the replay of a log (no patches) gives every audience the versions the live runner gave.
+
+        The views come from one ``Game.views`` call, and a part shared by several audiences (the same
+        old and new objects at the same path) is diffed once; patches may share operation dicts
         (read-only, like the documents)."""
-        changed: dict[int, list[dict[str, Any]]] = {}
+        changed: dict[int, list[dict[str, Any]] | None] = {}
         docs = self.docs
         shared: dict[tuple[int, int, str], list[dict[str, Any]]] = {}  # parts common to audiences: diffed once
         # one batch for every audience: the engine shares the work (and unchanged parts, which the
         # diff then skips by identity) between the viewers and with the previous record's views
         for i, (viewer, view) in enumerate(zip(self.keys, self.game.views(state, self.keys), strict=True)):
             doc = {"status": status, "prompts": prompts, "view": view}
-            patch = diff(docs[i], doc, shared)
-            if patch or any(e.visible_to(viewer) for e in events):
+            patch: list[dict[str, Any]] | None
+            if wanted is None or i in wanted:
+                patch = diff(docs[i], doc, shared)
+                moved = bool(patch)
+            else:
+                moved = docs[i] != doc
+                patch = None if moved else []
+            if moved or any(e.visible_to(viewer) for e in events):
                 self.versions[i] += 1
                 # an unchanged document keeps its old object, so the copy clients hold stays exact
-                if patch:
+                if moved:
                     docs[i] = doc
                 changed[i] = patch
         return changed

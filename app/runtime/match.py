@@ -357,7 +357,10 @@ class MatchRunner:
                             "ended_at": now, "version": version}
         prompts_wire = self.public_prompts()
         status = self.status
-        changed = self.book.advance(new_state, status, prompts_wire, events)
+        # patches only for the seats whose socket takes deltas now; the others are only tested
+        # for change (the spectators' messages are diffed when they are flushed)
+        wanted = [seat for seat, peer in self.seat_peers.items() if peer.deltas] if self.seat_peers else ()
+        changed = self.book.advance(new_state, status, prompts_wire, events, wanted)
         versions = tuple(self.book.versions)
         docs = {i: (self.book.docs[i], patch) for i, patch in changed.items()}
         for phase_id, _due in armed:
@@ -432,7 +435,7 @@ class MatchRunner:
             waiter.push(text)  # a duplicate gets the same answer
 
     def _broadcast(self, version: int, events: list[Event],
-                   docs: Mapping[int, tuple[dict[str, Any], list[dict[str, Any]]]],
+                   docs: Mapping[int, tuple[dict[str, Any], list[dict[str, Any]] | None]],
                    versions: tuple[int, ...]) -> None:
         """Log record ``version`` is durable: each audience in ``docs`` (index of the book → (its new
         document, the patch from its previous one)) moves to its version in ``versions``, and its

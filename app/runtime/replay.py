@@ -76,7 +76,7 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
             out.phase_starts = _starts(out.phase_starts, row)
             status = "aborted"
             if book is not None:
-                book.advance(state, status, [], [])
+                book.advance(state, status, [], [], ())
             after.append(tuple(book.versions) if book is not None else ())
             _keep(out, (row["seq"], [], after[-1]), keep_events)
             continue
@@ -93,7 +93,7 @@ def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256
         if status == "running" and game.outcome(state) is not None:
             status = "finished"
         if book is not None:
-            book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events)
+            book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events, ())
         after.append(tuple(book.versions) if book is not None else ())
         client_seq = row.get("client_seq")
         if client_seq is not None and book is not None:

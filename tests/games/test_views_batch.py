@@ -72,3 +72,43 @@ def test_views_equal_view_for_every_viewer_at_every_step(game):
                 break
             state, _ = game.apply(state, *step)
     assert checked > MATCHES * 5
+
+
+@pytest.mark.parametrize("game", GAMES, ids=ids)
+def test_audience_versions_do_not_depend_on_which_patches_are_made(game):
+    """``AudienceBook.advance(..., wanted)``: an audience outside ``wanted`` is tested for change with
+    ``!=`` and gets no patch (None), yet every book — all patches, none, some — moves every audience
+    to the same version with the same document at every record, and the patches it does make equal
+    the plain diff."""
+    from app.runtime.audience import AudienceBook
+
+    for i in range(3):
+        seats = min(game.info.max_seats, 4) if i else game.info.min_seats
+        seed = b"wanted-%s-%d" % (game.info.id.encode(), i)
+        rng = random.Random(seed)
+        state = game.setup(seats, None, seed)
+        subsets: list[tuple[int, ...] | None] = [None, (), (0,), tuple(range(seats))]
+        books = [AudienceBook(game, seats, state, "running", []) for _ in subsets]
+        lazy_seen = 0
+        for _ in range(120):
+            step = random_step(game, state, seats, rng, verify=False)
+            if step is None or game.outcome(state) is not None:
+                break
+            state, events = game.apply(state, *step)
+            before = [list(book.docs) for book in books]
+            results = [book.advance(state, "running", [], events, wanted)
+                       for book, wanted in zip(books, subsets, strict=True)]
+            assert len({tuple(book.versions) for book in books}) == 1, seed
+            assert len({tuple(results_i) for results_i in results}) == 1, "the same audiences changed"
+            for book in books[1:]:
+                assert [exact(d) for d in book.docs] == [exact(d) for d in books[0].docs]
+            for k, (book, wanted) in enumerate(zip(books, subsets, strict=True)):
+                for audience, patch in results[k].items():
+                    if wanted is None or audience in wanted:
+                        assert patch == diff(before[k][audience], book.docs[audience])
+                    elif book.docs[audience] is not before[k][audience]:
+                        assert patch is None
+                        lazy_seen += 1
+                    else:
+                        assert patch == []  # only events were new
+        assert lazy_seen > 0
