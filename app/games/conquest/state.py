@@ -194,7 +194,9 @@ class Battle:
         new.result = self.result
         new.finalists = self.finalists
         new.ranks = self.ranks
-        new.view_memo = None
+        # the pieces of the views, each checked against what it was built from (view._part)
+        parts = self.view_memo.get("parts") if self.view_memo else None
+        new.view_memo = {"parts": dict(parts)} if parts else None
         new.jokers = self.jokers
         new.joker_cards = self.joker_cards
         new.kept = self.kept

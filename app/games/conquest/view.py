@@ -146,12 +146,42 @@ def _who(seat: int) -> int | str:
     return "neutral" if seat == NEUTRAL else seat
 
 
+def _part(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], build: Any) -> Any:
+    """The piece ``key`` of a battle's views, rebuilt (``build()``) only when its ``inputs`` are not
+    the same objects as last time: an unchanged piece is the same object for every viewer and from
+    position to position, so the runtime's diff skips it by identity or walks it once for all."""
+    last = parts.get(key)
+    if last is not None and len(last[0]) == len(inputs) and all(
+            a is b for a, b in zip(last[0], inputs, strict=True)):
+        return last[1]
+    value = build()
+    parts[key] = (inputs, value)
+    return value
+
+
+def _battle_parts(battle: Battle) -> dict[Any, Any]:
+    """The pieces of ``battle``'s views kept across viewers and positions (``view_memo["parts"]``,
+    carried over by :meth:`Battle.copy`, each checked against what it was built from)."""
+    memo = battle.view_memo
+    if memo is None:
+        memo = battle.view_memo = {}
+    parts = memo.get("parts")
+    if parts is None:
+        parts = memo["parts"] = {}
+    return parts
+
+
 def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict[str, Any]:
     participants = []
     hands = battle.hands
     finalists = battle.finalists
     defender = battle.defender
     specials = bool(battle.jokers or battle.kept or state.active)
+    # without specials and for players and spectators, a hand shows the same to every viewer who
+    # sees it (and the same hidden cards to every one who does not), so the hands, the participants'
+    # entries, the cards on the table and the battle's dict itself are pieces shared by every viewer
+    # and kept from position to position while what they show is the same
+    parts = _battle_parts(battle) if not (specials or admin) else None
     for seat in battle.seats:
         hand = hands.get(seat)
         shown: list[dict[str, Any]] | None
@@ -163,11 +193,17 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             else:
                 shown = [_card(dealt, False, True) for dealt in hand]
         elif hand_visible(state, battle, seat, viewer):
-            shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
+            if parts is not None:
+                shown = _part(parts, ("shown", seat), (hand,),
+                              lambda hand=hand: [{"id": token, "card": _NAMES[card]} for card, token in hand])
+            else:
+                shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
             if specials and seat != viewer and seat not in finalists:
                 reason = hand_seen(state, battle, seat, viewer)
                 for seen_card in shown:
                     seen_card["seen"] = reason
+        elif parts is not None:
+            shown = _part(parts, ("hidden", seat), (hand,), lambda hand=hand: [{"hidden": True} for _ in hand])
         else:
             shown = [{"hidden": True} for _ in hand]
         if specials and shown is not None:
@@ -186,20 +222,38 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
                      "paid": battle.paid[seat], "refunded": battle.refunded[seat]}
         if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
+        if parts is not None:  # the same entry object while it shows the same (hand by identity)
+            entry = _part(parts, ("entry", seat, id(shown)), (shown, *entry.values()), lambda entry=entry: entry)
         participants.append(entry)
     stage = battle.stage
     turn, river = battle.turn, battle.river
-    return {
+
+    def flop() -> list[dict[str, Any]] | None:
+        return None if stage == STAGE_ASSIGN else [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
+
+    def card(dealt: Dealt | None) -> dict[str, Any] | None:
+        return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
+
+    if parts is None:
+        return {
+            "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": flop(),
+            "turn": card(turn), "river": card(river), "participants": participants,
+            "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
+            "result": battle.result,
+        }
+    built = {
         "land": battle.land,
         "holder": _who(battle.holder),
         "stage": stage,
-        "flop": None if stage == STAGE_ASSIGN else [{"id": token, "card": _NAMES[card]} for card, token in battle.flop],
-        "turn": None if turn is None else {"id": turn[1], "card": _NAMES[turn[0]]},
-        "river": None if river is None else {"id": river[1], "card": _NAMES[river[0]]},
-        "participants": participants,
+        "flop": _part(parts, "flop", (battle.flop, stage == STAGE_ASSIGN), flop),
+        "turn": _part(parts, "turn", (turn,), lambda: card(turn)),
+        "river": _part(parts, "river", (river,), lambda: card(river)),
+        "participants": _part(parts, ("participants", *map(id, participants)), tuple(participants),
+                              lambda: participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
+    return _part(parts, ("battle", id(built["participants"])), tuple(built.values()), lambda: built)
 
 
 def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
