@@ -231,13 +231,13 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
     def flop() -> list[dict[str, Any]] | None:
         return None if stage == STAGE_ASSIGN else [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
 
-    def card(dealt: Dealt | None) -> dict[str, Any] | None:
+    def table_card(dealt: Dealt | None) -> dict[str, Any] | None:
         return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
 
     if parts is None:
         return {
             "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": flop(),
-            "turn": card(turn), "river": card(river), "participants": participants,
+            "turn": table_card(turn), "river": table_card(river), "participants": participants,
             "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
             "result": battle.result,
         }
@@ -246,8 +246,8 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         "holder": _who(battle.holder),
         "stage": stage,
         "flop": _part(parts, "flop", (battle.flop, stage == STAGE_ASSIGN), flop),
-        "turn": _part(parts, "turn", (turn,), lambda: card(turn)),
-        "river": _part(parts, "river", (river,), lambda: card(river)),
+        "turn": _part(parts, "turn", (turn,), lambda: table_card(turn)),
+        "river": _part(parts, "river", (river,), lambda: table_card(river)),
         "participants": _part(parts, ("participants", *map(id, participants)), tuple(participants),
                               lambda: participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
