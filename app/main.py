@@ -158,7 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await settler.stop()
             await rater.stop()
             await writer.stop()
-            repo.close()
+            await repo.aclose()
             await cluster.stop()
             await backends.close()
             await engine.dispose()

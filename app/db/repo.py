@@ -8,7 +8,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
 from sqlalchemy import Table, and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.db.models import PlayerToken
 from app.db.paging import decode_cursor, encode_cursor
@@ -91,13 +91,28 @@ class Repository:
         if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:" \
                 and not url.database.startswith("file:") and not url.query:
             self.log_committer = SqliteLogCommitter(url.database)
+        #: Postgres: the group commits' own small pool, in autocommit and without the pre-ping of
+        #: the main pool (a ping is three round trips — BEGIN, ``;``, ROLLBACK — before every
+        #: one-statement commit); a connection found dead raises a disconnect, which the log writer
+        #: retries on a fresh one (``app.runtime.logwriter._transient``). None: through the engine
+        self.log_engine: AsyncEngine | None = None
+        if url.get_backend_name() == "postgresql":
+            self.log_engine = create_async_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=False,
+                                                  isolation_level="AUTOCOMMIT")
 
     def close(self) -> None:
         """Release what the repository holds besides the engine (the SQLite log committer's thread
-        and connection). Idempotent."""
+        and connection). Idempotent. The Postgres log pool is released by :meth:`aclose`."""
         committer, self.log_committer = self.log_committer, None
         if committer is not None:
             committer.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, and the Postgres log pool's connections closed. Idempotent."""
+        self.close()
+        log_engine, self.log_engine = self.log_engine, None
+        if log_engine is not None:
+            await log_engine.dispose()
 
     # -- players ---------------------------------------------------------------------------
     async def create_player(self, player_id: str, name: str, role: str, token_hash: str) -> dict[str, Any]:
@@ -482,10 +497,15 @@ class Repository:
             "r_ids": r_ids, "r_seqs": r_seqs, "r_seats": r_seats, "r_kinds": r_kinds, "r_actions": r_actions,
             "r_client_seqs": r_client_seqs, "r_deadlines": r_deadlines, "r_created": r_created,
         }
-        async with self.engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            res = await conn.execute(_PG_COMMIT, params)
-            accepted = {row[0] for row in res}
+        if self.log_engine is not None:
+            async with self.log_engine.connect() as conn:
+                res = await conn.execute(_PG_COMMIT, params)
+                accepted = {row[0] for row in res}
+        else:
+            async with self.engine.connect() as conn:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                res = await conn.execute(_PG_COMMIT, params)
+                accepted = {row[0] for row in res}
         return {g.match_id for g in ordered} - accepted
 
     @staticmethod

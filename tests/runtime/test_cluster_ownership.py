@@ -51,6 +51,7 @@ class Node:
         await self.writer.stop()
         await self.cluster.stop()
         await self.backends.close()
+        await self.repo.aclose()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ async def repo(request, tmp_path):
         repo = Repository(engine)
         repo.kind = request.param  # type: ignore[attr-defined]
         yield repo
-        repo.close()
+        await repo.aclose()
         await engine.dispose()
     finally:
         if pg:
