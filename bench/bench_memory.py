@@ -405,7 +405,7 @@ def show_runner(r: dict[str, Any]) -> None:
             print(f"    {row['bytes']:8,} B {row['blocks']:6.1f} blocks  {row['where']}")
 
 
-def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
+def add_arguments(ap: argparse.ArgumentParser | argparse._ArgumentGroup, prefix: str = "") -> None:
     """The measurement's options; with ``prefix`` (``memory-`` in ``bench_matrix.py``) their flags and
     attributes carry it: read them back with :func:`options`."""
     dest = prefix.replace("-", "_")
@@ -413,7 +413,8 @@ def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
                     help="measured matches of 4 seats per game and mode (4 sockets each)")
     ap.add_argument(f"--{prefix}warm-matches", dest=f"{dest}warm_matches", type=int, default=8,
                     help="matches made, connected and played before the baseline")
-    ap.add_argument(f"--{prefix}warm-seconds", dest=f"{dest}warm_seconds", type=float, default=3.0)
+    ap.add_argument(f"--{prefix}warm-seconds", dest=f"{dest}warm_seconds", type=float, default=3.0,
+                    help="closed loop of the warm-up matches before the baseline")
     ap.add_argument(f"--{prefix}play-seconds", dest=f"{dest}play_seconds", type=float, default=5.0,
                     help="closed loop on the measured matches after the idle figures (0: none)")
     ap.add_argument(f"--{prefix}settle", dest=f"{dest}settle", type=float, default=1.0,
