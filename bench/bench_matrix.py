@@ -53,8 +53,9 @@ sockets each (÷ sockets: KB per idle socket); ``--memory-matches 0`` skips it (
 kept under ``memory`` in the JSON. The old figures, the RSS growth while the throughput run made its
 M matches (warm-up included) and connected their sockets, stay in the JSON as
 ``kb_per_live_match_setup`` and ``kb_per_idle_socket_setup``. ``--quick`` measures 20 matches (80
-sockets) after a short warm-up unless told otherwise: rough figures (page granularity and the
-allocator's free lists weigh on a growth that small).
+sockets) after a short warm-up unless told otherwise. Fewer than 200 matches give rough figures,
+biased high (what grows once and stays, such as SQLite's page caches, is spread over few matches):
+the output and the targets table say so.
 """
 from __future__ import annotations
 
@@ -103,8 +104,10 @@ SPARES_MARGIN = 1.5
 
 #: ``--quick``'s memory measurement (``bench_memory.py`` options with the ``memory-`` prefix), for each
 #: option left at its default: small, so the figures are rough
-QUICK_MEMORY: dict[str, float] = {"memory_matches": 20, "memory_warm_matches": 2, "memory_warm_seconds": 1.0,
-                                  "memory_play_seconds": 0.0, "memory_settle": 0.5}
+QUICK_MEMORY: dict[str, float] = {"memory_matches": 20, "memory_warm_matches": 2, "memory_warm_seconds": 0.5,
+                                  "memory_play_seconds": 0.0, "memory_settle": 0.25}
+#: fewer measured matches than this (``bench_memory.py``'s default) make the memory figures rough
+MEMORY_MATCHES_DEFINED = 200
 
 #: issue 11 item 5 (and item 2): (key, label, limit); checked per game and mode by :func:`targets`
 TARGETS = (
@@ -304,7 +307,7 @@ def add_memory(row: dict[str, Any], args: argparse.Namespace, tmp: Path) -> None
     mem["wall_s"] = round(time.monotonic() - t0, 1)
     fill_memory(row, mem)
     print(f"bannerfall {game} {mode} memory (bench_memory.py, fresh server, {mem['wall_s']} s"
-          + (", quick: rough" if args.quick else "") + "): ", end="")
+          + (", rough: few matches" if args.memory_matches < MEMORY_MATCHES_DEFINED else "") + "): ", end="")
     bench_memory.show(mem)
 
 
@@ -335,8 +338,9 @@ def memory_note(args: argparse.Namespace) -> str:
     return (f"KB per idle socket and per live match: bench_memory.py after each mode's phases, a fresh server per "
             f"game and mode, {args.memory_warm_matches} warm-up matches played {args.memory_warm_seconds:g} s, then "
             f"RSS growth over {args.memory_matches} more matches and their {4 * args.memory_matches} sockets"
-            + (" (quick: ROUGH figures, so few matches that page granularity and the allocator's free lists "
-               "weigh on them; the defined measurement is 200 matches)" if args.quick else "") + ".")
+            + (f" (ROUGH figures, biased high: what grows once and stays, such as SQLite's page caches and the "
+               f"allocator's first arenas, is spread over few matches; the defined measurement is "
+               f"{MEMORY_MATCHES_DEFINED} matches)" if args.memory_matches < MEMORY_MATCHES_DEFINED else "") + ".")
 
 
 def create(server: bs.Server, game: str, count: int, args: argparse.Namespace, prefix: str
@@ -478,8 +482,11 @@ def targets(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
                          "lag": r.get("loop_lag_max_ms"), "socket": r.get("kb_per_idle_socket"),
                          "match": r.get("kb_per_live_match")}[key]
                 ok = None if value is None else value <= (limit or 0)
-            out.append({"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
-                        "limit": limit, "pass": ok})
+            check = {"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
+                     "limit": limit, "pass": ok}
+            if key in ("socket", "match") and value is not None:
+                check["rough"] = (r.get("memory") or {}).get("matches", 0) < MEMORY_MATCHES_DEFINED
+            out.append(check)
     if spectators and spectators.get("rows"):
         a_b = spectators.get("ratio_of") or ["?", "?"]
         out.append({"game": "provinces", "mode": "embedded", "key": "spectators",
@@ -496,6 +503,8 @@ def targets_table(checks: list[dict[str, Any]]) -> str:
         v = c["value"]
         shown = "–" if v is None else (f"{v:.2f}×" if c["key"] in ("cpu_ratio", "spectators") else f"{v:,.1f}")
         verdict = "no value" if c["pass"] is None else ("PASS" if c["pass"] else "**FAIL**")
+        if c.get("rough"):
+            verdict += " (rough: few matches)"
         lines.append(f"| {c['target']} | {c['game']} {c['mode']} | {shown} | {'–' if c['limit'] is None else format(c['limit'], 'g')} | {verdict} |")
     return "\n".join(lines)
 

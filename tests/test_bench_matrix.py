@@ -63,6 +63,14 @@ def test_quick_measures_few_matches_unless_told():
     assert matrix.parse_args(["--quick", "--memory-matches", "0"]).memory_matches == 0
     assert "ROUGH" in matrix.memory_note(args)
     assert "ROUGH" not in matrix.memory_note(matrix.parse_args([]))
+    # a figure from fewer matches than the defined measurement is marked rough in the targets table
+    row = _row("warrior", "embedded")
+    matrix.fill_memory(row, {**_mem("warrior", "embedded", per_match=179.0), "matches": 20})
+    table = matrix.targets_table(matrix.targets({}, [row], None))
+    assert "| 179.0 | 100 | **FAIL** (rough: few matches) |" in table
+    assert "| 19.5 | 25 | PASS (rough: few matches) |" in table
+    matrix.fill_memory(row, _mem("warrior", "embedded"))
+    assert "rough" not in matrix.targets_table(matrix.targets({}, [row], None))
 
 
 def test_memory_runs_after_each_modes_phases(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
