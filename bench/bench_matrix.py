@@ -2,7 +2,7 @@
 
     . .venv/bin/activate && ../shared/perf/setup.sh && (cd bench/loadgen && npm ci)
     python bench/bench_matrix.py                 # all three games, embedded and production, + FastAPI + Colyseus
-    python bench/bench_matrix.py --quick         # the same matrix, tiny (under a minute): a smoke test of the harness
+    python bench/bench_matrix.py --quick         # the same matrix, tiny (~2 min): a smoke test of the harness
 
 One run measures, on the same machine and within minutes of each other:
 
@@ -606,7 +606,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--open-seconds", type=float, default=20.0, help="open loop at half the closed-loop rate")
     ap.add_argument("--ref-seconds", type=float, default=20.0)
     ap.add_argument("--ref-warmup", type=float, default=5.0)
-    ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (under a minute)")
+    ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (~2 min; memory: 20 matches, rough)")
     ap.add_argument("--perf-dir", type=Path, default=ROOT.parent / "shared" / "perf")
     ap.add_argument("--perf-venv", default=os.environ.get("PERF_VENV", "/tmp/perf-venv"))
     ap.add_argument("--perf-node-dir", default=os.environ.get("PERF_NODE_DIR", "/tmp/perf-node"))
