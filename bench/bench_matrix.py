@@ -2,7 +2,7 @@
 
     . .venv/bin/activate && ../shared/perf/setup.sh && (cd bench/loadgen && npm ci)
     python bench/bench_matrix.py                 # all three games, embedded and production, + FastAPI + Colyseus
-    python bench/bench_matrix.py --quick         # the same matrix, tiny (under a minute): a smoke test of the harness
+    python bench/bench_matrix.py --quick         # the same matrix, tiny (~2 min): a smoke test of the harness
 
 One run measures, on the same machine and within minutes of each other:
 
@@ -37,12 +37,25 @@ bytes per socket per action (mean over the closed loop: bytes the match's 4 seat
 actions; and the median size of the ``state``/``delta`` messages, the message a socket gets for one
 action), p99 action->ack at half of Bannerfall's own maximum, the event loop's worst lag and the
 worst cyclic-GC pause over the measured phases, server memory per idle socket and per live match
-(RSS deltas; per live match is read after making the M matches and before the spares), the set-up CPU
-per match, the matches completed in the measured phases and their mean length in actions, the spares
-taken and the idle slots, the machine's load average. Then ``bench_spectators.py`` (``--spectators``, default
+(``bench_memory.py``'s measurement, see **Memory** below), the set-up CPU per match, the matches
+completed in the measured phases and their mean length in actions, the spares taken and the idle
+slots, the machine's load average. Then ``bench_spectators.py`` (``--spectators``, default
 10 and 1,000 spectators on one Provinces match, embedded mode): server CPU per action and its ratio.
 Last, every target of issue 11 item 5 (and item 2's spectator ratio) with PASS/FAIL (see
 :data:`TARGETS`). Only ratios within one run count: the machine may be shared.
+
+**Memory.** The two memory columns (and their targets) are ``bench_memory.py``'s measurement, run
+per game and mode **after** that mode's throughput phases (its server stopped first): a fresh
+``bannerfall serve`` per game (a fresh Postgres database and Redis prefix in production mode),
+``--memory-warm-matches`` matches made, connected and played first, then RSS growth from making
+``--memory-matches`` more matches (÷ matches: KB per live match) and from connecting their 4 seat
+sockets each (÷ sockets: KB per idle socket); ``--memory-matches 0`` skips it (columns "–"). Its row is
+kept under ``memory`` in the JSON. The old figures, the RSS growth while the throughput run made its
+M matches (warm-up included) and connected their sockets, stay in the JSON as
+``kb_per_live_match_setup`` and ``kb_per_idle_socket_setup``. ``--quick`` measures 20 matches (80
+sockets) after a short warm-up unless told otherwise. Fewer than 200 matches give rough figures,
+biased high (what grows once and stays, such as SQLite's page caches, is spread over few matches):
+the output and the targets table say so.
 """
 from __future__ import annotations
 
@@ -62,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_memory
 import bench_server as bs
 import bench_spectators
 
@@ -87,6 +101,13 @@ EXPECTED_RATE_PER_MATCH = 250.0
 #: spares = margin × the matches the phases are expected to finish (match lengths vary, see above)
 SPARES_MARGIN = 1.5
 
+
+#: ``--quick``'s memory measurement (``bench_memory.py`` options with the ``memory-`` prefix), for each
+#: option left at its default: small, so the figures are rough
+QUICK_MEMORY: dict[str, float] = {"memory_matches": 20, "memory_warm_matches": 2, "memory_warm_seconds": 0.5,
+                                  "memory_play_seconds": 0.0, "memory_settle": 0.25}
+#: fewer measured matches than this (``bench_memory.py``'s default) make the memory figures rough
+MEMORY_MATCHES_DEFINED = 200
 
 #: issue 11 item 5 (and item 2): (key, label, limit); checked per game and mode by :func:`targets`
 TARGETS = (
@@ -257,6 +278,71 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
     return rows
 
 
+def fill_memory(row: dict[str, Any], mem: dict[str, Any] | None, error: str | None = None) -> None:
+    """Put ``bench_memory.py``'s row ``mem`` (or the ``error`` that stopped it) into the matrix's row
+    for the same game and mode: ``kb_per_idle_socket`` and ``kb_per_live_match`` (KB of server RSS;
+    None without a measurement, so the targets show "no value") and the whole row under ``memory``."""
+    if mem is not None:
+        row["memory"] = mem
+        row["kb_per_idle_socket"], row["kb_per_live_match"] = mem["kb_per_idle_socket"], mem["kb_per_live_match"]
+    else:
+        row["memory"] = {"error": error} if error else None
+        row["kb_per_idle_socket"] = row["kb_per_live_match"] = None
+
+
+def add_memory(row: dict[str, Any], args: argparse.Namespace, tmp: Path) -> None:
+    """``bench_memory.py``'s measurement (:func:`bench_memory.run_one`, the ``--memory-*`` options) for
+    ``row``'s game and mode on a fresh server, into ``row`` (:func:`fill_memory`). Call it once the
+    mode's throughput server is stopped. A failure is kept in the row and printed, not raised."""
+    game, mode = row["game"], row["mode"]
+    work = tmp / "memory"
+    work.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    try:
+        mem = bench_memory.run_one(game, mode, bench_memory.options(args, "memory-"), work)
+    except Exception as exc:  # noqa: BLE001 - one failed cell must not lose the others
+        fill_memory(row, None, repr(exc))
+        print(f"bannerfall {game} {mode} memory: failed: {exc!r}"[:3000], flush=True)
+        return
+    mem["wall_s"] = round(time.monotonic() - t0, 1)
+    fill_memory(row, mem)
+    print(f"bannerfall {game} {mode} memory (bench_memory.py, fresh server, {mem['wall_s']} s"
+          + (", rough: few matches" if args.memory_matches < MEMORY_MATCHES_DEFINED else "") + "): ", end="")
+    bench_memory.show(mem)
+
+
+def measure_modes(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
+    """Every mode of ``--modes`` in turn: its throughput run (:func:`run_mode`, all games on one
+    server, stopped at the end), then the memory measurement of each game that ran
+    (:func:`add_memory`; skipped with ``--memory-matches 0``)."""
+    games = [g for g in args.games.split(",") if g]
+    rows: list[dict[str, Any]] = []
+    for mode in [m for m in args.modes.split(",") if m]:
+        mode_rows = run_mode(mode, games, args, tmp)
+        for row in mode_rows:
+            if "error" in row:
+                continue
+            if args.memory_matches > 0:
+                add_memory(row, args, tmp)
+            else:
+                fill_memory(row, None)
+        rows.extend(mode_rows)
+    return rows
+
+
+def memory_note(args: argparse.Namespace) -> str:
+    """The line under the table saying where its memory columns come from."""
+    if args.memory_matches <= 0:
+        return ("KB per idle socket and per live match: not measured (--memory-matches 0); the RSS growth of "
+                "the throughput set-up is in the JSON (kb_per_*_setup).")
+    return (f"KB per idle socket and per live match: bench_memory.py after each mode's phases, a fresh server per "
+            f"game and mode, {args.memory_warm_matches} warm-up matches played {args.memory_warm_seconds:g} s, then "
+            f"RSS growth over {args.memory_matches} more matches and their {4 * args.memory_matches} sockets"
+            + (f" (ROUGH figures, biased high: what grows once and stays, such as SQLite's page caches and the "
+               f"allocator's first arenas, is spread over few matches; the defined measurement is "
+               f"{MEMORY_MATCHES_DEFINED} matches)" if args.memory_matches < MEMORY_MATCHES_DEFINED else "") + ".")
+
+
 def create(server: bs.Server, game: str, count: int, args: argparse.Namespace, prefix: str
            ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """``count`` matches of ``game`` over REST (:func:`bench_server.create_matches`), with the server's
@@ -330,10 +416,13 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             "loop_lag_max_ms": max(lags) if lags else None,
             "loop_half_seconds_over_20ms": sum(p["loop_lag"]["half_seconds_over_20ms"] for p in measured if p.get("loop_lag")),
             "gc_max_pause_ms": gc_max, "gc_total_ms": round(gc_total, 1),
-            # RSS growth from making the M matches played first ÷ M, read before the spares are made
-            "kb_per_live_match": (rss_matches - rss_start) / max(1, len(specs)),
+            # the memory columns: bench_memory.py's measurement, after the mode's phases (add_memory)
+            "kb_per_live_match": None, "kb_per_idle_socket": None,
+            # RSS growth from making the M matches played first ÷ M (warm-up included), read before the
+            # spares are made; from connecting their sockets ÷ sockets, after the spares
+            "kb_per_live_match_setup": (rss_matches - rss_start) / max(1, len(specs)),
             "kb_per_spare_match": (rss_spares - rss_matches) / len(spares) if spares else None,
-            "kb_per_idle_socket": (rss_sockets - rss_spares) / max(1, sockets),
+            "kb_per_idle_socket_setup": (rss_sockets - rss_spares) / max(1, sockets),
             "setup_cpu_ms_per_match": 1000 * (made["cpu_s"] + made_spares["cpu_s"]) / max(1, created),
             "setup_wall_ms_per_match": 1000 * (made["wall_s"] + made_spares["wall_s"]) / max(1, created),
             "setup_create": {"matches": made, "spares": made_spares, "concurrency": args.create_concurrency},
@@ -393,8 +482,11 @@ def targets(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
                          "lag": r.get("loop_lag_max_ms"), "socket": r.get("kb_per_idle_socket"),
                          "match": r.get("kb_per_live_match")}[key]
                 ok = None if value is None else value <= (limit or 0)
-            out.append({"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
-                        "limit": limit, "pass": ok})
+            check = {"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
+                     "limit": limit, "pass": ok}
+            if key in ("socket", "match") and value is not None:
+                check["rough"] = (r.get("memory") or {}).get("matches", 0) < MEMORY_MATCHES_DEFINED
+            out.append(check)
     if spectators and spectators.get("rows"):
         a_b = spectators.get("ratio_of") or ["?", "?"]
         out.append({"game": "provinces", "mode": "embedded", "key": "spectators",
@@ -411,6 +503,8 @@ def targets_table(checks: list[dict[str, Any]]) -> str:
         v = c["value"]
         shown = "–" if v is None else (f"{v:.2f}×" if c["key"] in ("cpu_ratio", "spectators") else f"{v:,.1f}")
         verdict = "no value" if c["pass"] is None else ("PASS" if c["pass"] else "**FAIL**")
+        if c.get("rough"):
+            verdict += " (rough: few matches)"
         lines.append(f"| {c['target']} | {c['game']} {c['mode']} | {shown} | {'–' if c['limit'] is None else format(c['limit'], 'g')} | {verdict} |")
     return "\n".join(lines)
 
@@ -492,7 +586,8 @@ def slots_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (``argv``, default ``sys.argv[1:]``), with ``--quick``'s sizes applied."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--games", default="provinces,conquest,warrior")
@@ -511,7 +606,7 @@ def main() -> None:
     ap.add_argument("--open-seconds", type=float, default=20.0, help="open loop at half the closed-loop rate")
     ap.add_argument("--ref-seconds", type=float, default=20.0)
     ap.add_argument("--ref-warmup", type=float, default=5.0)
-    ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (under a minute)")
+    ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (~2 min; memory: 20 matches, rough)")
     ap.add_argument("--perf-dir", type=Path, default=ROOT.parent / "shared" / "perf")
     ap.add_argument("--perf-venv", default=os.environ.get("PERF_VENV", "/tmp/perf-venv"))
     ap.add_argument("--perf-node-dir", default=os.environ.get("PERF_NODE_DIR", "/tmp/perf-node"))
@@ -527,12 +622,23 @@ def main() -> None:
     ap.add_argument("--spectator-seconds", type=float, default=20.0, help="closed loop per spectator count")
     ap.add_argument("--spectator-matches", type=int, default=20,
                     help="live Provinces matches on the spectator runs' server (one is played)")
-    args = ap.parse_args()
+    bench_memory.add_arguments(ap.add_argument_group(
+        "memory columns", "bench_memory.py's measurement, per game and mode after the mode's throughput phases, "
+        "on a fresh server (--memory-matches 0: skipped)"), "memory-")
+    args = ap.parse_args(argv)
     if args.quick:
         args.matches, args.rooms = 4, 10
         args.warmup, args.seconds, args.open_seconds = 0.0, 1.5, 1.0
         args.ref_seconds, args.ref_warmup = 1.5, 0.5
         args.spectator_seconds, args.spectator_matches = 2.0, 4
+        for name, value in QUICK_MEMORY.items():  # the memory options not given
+            if getattr(args, name) == ap.get_default(name):
+                setattr(args, name, value)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     bs.SERVER_CORE = args.server_core
     import resource
 
@@ -555,8 +661,7 @@ def main() -> None:
             r = refs[kind]
             print(f"{kind} room: {fmt(r.get('actions_per_s'))} actions/s, {fmt(r.get('actions_per_server_cpu_s'))} "
                   f"per server CPU-s, generator CPU {fmt((r.get('loadgen_cpu') or 0) * 100)}% {r.get('error', '')}")
-        for mode in [m for m in args.modes.split(",") if m]:
-            rows.extend(run_mode(mode, [g for g in args.games.split(",") if g], args, tmp))
+        rows = measure_modes(args, tmp)
         if args.spectators.strip():
             sargs = argparse.Namespace(spectators=args.spectators, patch_seconds=args.patch_seconds,
                                        full_states=args.full_states, matches=args.spectator_matches,
@@ -569,7 +674,7 @@ def main() -> None:
     checks = targets(refs, rows, spectators)
     md = table(refs, rows)
     if rows:
-        md += "\n\n" + slots_table(rows)
+        md += "\n\n" + memory_note(args) + "\n\n" + slots_table(rows)
     if spectators:
         md += "\n\n" + spectators_table(spectators)
     md += "\n\nTargets (issue 11 items 2 and 5; ratios within this run):\n\n" + targets_table(checks)

@@ -16,7 +16,10 @@ dir; production: a fresh Postgres database and Redis key prefix, removed afterwa
    first-match cost (e.g. the first Provinces match builds the board) before the baseline.
 2. **Live matches**: server RSS (``/proc/PID/status`` VmRSS) before and after making ``--matches``
    more matches over REST (players registered, lobby made, joined and started: dealt, runner in
-   memory, deadlines out of reach): ``kb_per_live_match`` = growth ÷ matches. A *live match* here is a
+   memory, deadlines out of reach): ``kb_per_live_match`` = growth ÷ matches. They are made in two
+   halves with a reading between: ``kb_per_live_match_second_half`` is the second half's growth ÷
+   its matches (the marginal cost, without what grows once and stays, such as SQLite's page caches;
+   reported, the target is judged on the whole growth). A *live match* here is a
    started match held by the node with **no socket connected** and no action played yet: the runner,
    its state, the audience book's documents (4 seats + spectators), its prompts, the lobby and match
    rows it keeps, and whatever the REST calls that made it left behind.
@@ -38,9 +41,10 @@ sockets), so page granularity and the allocator's free lists are small beside it
 
 ``--tracemalloc`` (a separate run: tracing costs CPU and memory of its own, so its RSS is not
 reported as the figure): the server runs with tracing started at the baseline (SIGUSR1) and a
-snapshot after each step; the top allocation sites that grew per match and per socket are printed
-(and kept under ``tracemalloc`` in the JSON). Allocations of C libraries outside Python's allocator
-(OpenSSL, zlib, uvloop's own buffers) are not traced.
+snapshot after each step (``--trace-collect``: a full cyclic-GC collection before each); the top
+allocation sites that grew per match and per socket are printed (and kept under ``tracemalloc`` in
+the JSON). Allocations of C libraries outside Python's allocator (OpenSSL, zlib, uvloop's own
+buffers) are not traced.
 """
 from __future__ import annotations
 
@@ -69,10 +73,13 @@ GAME_OPTIONS: dict[str, dict[str, Any]] = {
 #: ``python -c TRACED_WRAPPER``: ``bannerfall serve`` whose first SIGUSR1 starts tracemalloc and
 #: writes snapshot 0; each later SIGUSR1 writes the next (``$BENCH_SNAPSHOT_DIR/N.snap``). Only what is
 #: allocated after the first signal is traced (tracing the start-up would take minutes).
+#: ``$BENCH_TRACE_COLLECT=1``: a full cyclic-GC collection before each snapshot (``--trace-collect``).
 TRACED_WRAPPER = """
-import os, signal, sys, tracemalloc
+import gc, os, signal, sys, tracemalloc
 count = [0]
 def dump(*_):
+    if os.environ.get('BENCH_TRACE_COLLECT') == '1':
+        gc.collect()
     if not tracemalloc.is_tracing():
         tracemalloc.start(int(os.environ.get('BENCH_TRACE_FRAMES', '16')))
     path = os.path.join(os.environ['BENCH_SNAPSHOT_DIR'], '%d.snap' % count[0])
@@ -176,9 +183,15 @@ def measure(server: bs.Server, game: str, args: argparse.Namespace, work: Path,
             snaps.append(snapshot(server.pid, snapshots, 0))
             rss0 = settle_rss(server.pid, args.settle)
         t0 = time.monotonic()
-        specs = asyncio.run(bs.create_matches(server.url, args.matches, 4, game_options, concurrency=concurrency,
+        # in two halves: the second half's growth alone is the marginal cost, without what grows once
+        # and stays (SQLite's page caches filling, the allocator's first arenas)
+        half = args.matches // 2
+        specs = asyncio.run(bs.create_matches(server.url, half, 4, game_options, concurrency=concurrency,
                                               game=game))
-        t_matches = time.monotonic() - t0
+        rss_half = settle_rss(server.pid, args.settle)
+        specs += asyncio.run(bs.create_matches(server.url, args.matches - half, 4, game_options,
+                                               concurrency=concurrency, game=game))
+        t_matches = time.monotonic() - t0 - args.settle
         rss1 = settle_rss(server.pid, args.settle)
         if snapshots:
             snaps.append(snapshot(server.pid, snapshots, 1))
@@ -208,8 +221,9 @@ def measure(server: bs.Server, game: str, args: argparse.Namespace, work: Path,
         row: dict[str, Any] = {
             "game": game, "matches": len(specs), "sockets": sockets, "generator": kind,
             "warm": {"matches": len(warm), "seconds": args.warm_seconds, "actions": warm_phase["acked"]},
-            "rss_kb": {"baseline": rss0, "matches": rss1, "sockets": rss2, "played": rss3},
+            "rss_kb": {"baseline": rss0, "half": rss_half, "matches": rss1, "sockets": rss2, "played": rss3},
             "kb_per_live_match": (rss1 - rss0) / len(specs),
+            "kb_per_live_match_second_half": (rss1 - rss_half) / (len(specs) - half) if len(specs) > half else None,
             "kb_per_idle_socket": (rss2 - rss1) / max(1, sockets),
             "played": played, "setup_s": {"matches": round(t_matches, 1), "sockets": round(ready["connect_s"], 1)},
             "loadavg": os.getloadavg(),
@@ -244,10 +258,11 @@ def run_one(game: str, mode: str, args: argparse.Namespace, tmp: Path, traced: b
     if traced:
         env["BENCH_SNAPSHOT_DIR"] = str(work)
         env["BENCH_TRACE_FRAMES"] = str(args.trace_frames)
+        env["BENCH_TRACE_COLLECT"] = "1" if args.trace_collect else "0"
         cmd = [sys.executable, "-c", TRACED_WRAPPER]
-    server = None
+    server = bs.Server(db_url, args.server_core, env, work / "server.log", cmd=cmd)
     try:
-        server = bs.Server(db_url, args.server_core, env, work / "server.log", cmd=cmd).start()
+        server.start()  # stopped below even when it fails to come up
         try:
             row = measure(server, game, args, work, snapshots=work if traced else None)
         except Exception as exc:
@@ -256,8 +271,7 @@ def run_one(game: str, mode: str, args: argparse.Namespace, tmp: Path, traced: b
         row["traced"] = traced
         return row
     finally:
-        if server is not None:
-            server.stop()
+        server.stop()
         if prod is not None:
             prod.drop()
 
@@ -391,7 +405,7 @@ def show_runner(r: dict[str, Any]) -> None:
             print(f"    {row['bytes']:8,} B {row['blocks']:6.1f} blocks  {row['where']}")
 
 
-def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
+def add_arguments(ap: argparse.ArgumentParser | argparse._ArgumentGroup, prefix: str = "") -> None:
     """The measurement's options; with ``prefix`` (``memory-`` in ``bench_matrix.py``) their flags and
     attributes carry it: read them back with :func:`options`."""
     dest = prefix.replace("-", "_")
@@ -399,7 +413,8 @@ def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
                     help="measured matches of 4 seats per game and mode (4 sockets each)")
     ap.add_argument(f"--{prefix}warm-matches", dest=f"{dest}warm_matches", type=int, default=8,
                     help="matches made, connected and played before the baseline")
-    ap.add_argument(f"--{prefix}warm-seconds", dest=f"{dest}warm_seconds", type=float, default=3.0)
+    ap.add_argument(f"--{prefix}warm-seconds", dest=f"{dest}warm_seconds", type=float, default=3.0,
+                    help="closed loop of the warm-up matches before the baseline")
     ap.add_argument(f"--{prefix}play-seconds", dest=f"{dest}play_seconds", type=float, default=5.0,
                     help="closed loop on the measured matches after the idle figures (0: none)")
     ap.add_argument(f"--{prefix}settle", dest=f"{dest}settle", type=float, default=1.0,
@@ -408,21 +423,27 @@ def add_arguments(ap: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def options(args: argparse.Namespace, prefix: str = "") -> argparse.Namespace:
     """The options of :func:`add_arguments` without their prefix, plus the cores, the production
-    servers and ``trace_frames``/``top`` from ``args`` (defaults when absent)."""
+    servers and ``trace_frames``/``top``/``trace_collect`` from ``args`` (defaults when absent)."""
     dest = prefix.replace("-", "_")
     names = ("matches", "warm_matches", "warm_seconds", "play_seconds", "settle")
     out = argparse.Namespace(**{n: getattr(args, dest + n) for n in names})
     for name, default in (("server_core", 0), ("generator_core", 1), ("trace_frames", 16), ("top", 25),
+                          ("trace_collect", False),
                           ("database_url", "postgresql://root@127.0.0.1:5432"),
                           ("redis_url", "redis://127.0.0.1:6379/0")):
         setattr(out, name, getattr(args, name, default))
     return out
 
 
+def fmt_kb(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f} KB"
+
+
 def show(row: dict[str, Any]) -> None:
     p = row.get("played") or {}
     print(f"{row['game']} {row['mode']}{' (traced: RSS includes tracemalloc)' if row.get('traced') else ''}: "
-          f"{row['kb_per_live_match']:.1f} KB per live match ({row['matches']} matches), "
+          f"{row['kb_per_live_match']:.1f} KB per live match ({row['matches']} matches; second half "
+          f"{fmt_kb(row.get('kb_per_live_match_second_half'))}), "
           f"{row['kb_per_idle_socket']:.1f} KB per idle socket ({row['sockets']} sockets)"
           + (f"; played {p['seconds']:g} s ({p['actions_per_match']:.0f} actions per match, {p['matches_ended']} ended): "
              f"+{p['kb_per_match']:.1f} KB per match, {p['bytes_per_action']:.0f} B per action" if p else "")
@@ -450,6 +471,8 @@ def main() -> None:
     ap.add_argument("--only-runner", action="store_true", help="only the in-process runner measurement")
     ap.add_argument("--top", type=int, default=25, help="allocation sites listed")
     ap.add_argument("--trace-frames", type=int, default=16, help="frames kept per traced allocation")
+    ap.add_argument("--trace-collect", action="store_true",
+                    help="traced runs: a full cyclic-GC collection before each snapshot (garbage not counted)")
     ap.add_argument("--database-url", default="postgresql://root@127.0.0.1:5432")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--server-core", type=int, default=0)
