@@ -103,7 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         if settings.migrate_on_start:
             await upgrade_async(settings.database_url)
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         repo = Repository(engine)
         await _ensure_admin(repo, settings.admin_token)
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
