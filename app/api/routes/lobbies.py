@@ -52,13 +52,18 @@ async def _checked_loadout(wallets: WalletRepository, game_id: str, loadout: lis
 
 
 async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
-    players = await repo.players(s["player_id"] for s in lobby["seats"] if s["player_id"])
+    """The public lobby. Its players are read unless the lobby carries them (``players``, read in the
+    transaction that changed it: then nothing is read after that commit)."""
+    players: dict[str, Any] = lobby.get("players") or {}
+    missing = [s["player_id"] for s in lobby["seats"] if s["player_id"] and s["player_id"] not in players]
+    if missing:
+        players = {**players, **await repo.players(missing)}
     seats = []
     for s in lobby["seats"]:
         p = players.get(s["player_id"]) if s["player_id"] else None
         seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None,
                                 loadout=s.get("loadout")))
-    return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k != "seats"})
+    return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k not in ("seats", "players")})
 
 
 async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
