@@ -46,7 +46,8 @@ _DESCRIPTIONS = {
     413: "`body_too_large`: the request body is over `MAX_BODY_BYTES`",
     429: "`rate_limited`, `too_many_lobbies` or `too_many_bot_matches`, with a `Retry-After` header (seconds)",
     503: "`storage_busy`: the database is overloaded (its write lock or a connection not had in time) or "
-         "out of reach; nothing was changed; retry after the `Retry-After` header (seconds)",
+         "out of reach; retry after the `Retry-After` header (seconds). Registering and the lobby routes "
+         "changed nothing then",
 }
 
 #: seconds a client is asked to wait after ``503 storage_busy``
@@ -132,7 +133,7 @@ def _busy_response(request: Request, exc: Exception) -> JSONResponse:
     metrics = getattr(request.app.state, "metrics", None)
     if metrics is not None:
         metrics.errors.labels("storage_busy").inc()
-    return JSONResponse({"code": "storage_busy", "message": "the database is busy; nothing was changed, "
+    return JSONResponse({"code": "storage_busy", "message": "the database is busy; "
                          f"try again in {STORAGE_BUSY_RETRY_SECONDS} s"}, status_code=503,
                         headers={"Retry-After": str(STORAGE_BUSY_RETRY_SECONDS)})
 
