@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     #: Group commit: seconds a batch is retried on transient database errors before its matches
     #: fail (their runners are dropped and rebuilt from the durable log).
     commit_retry_seconds: float = Field(10.0, ge=0)
+    #: SQLite (embedded mode): how long a REST request's statement waits for the database's write
+    #: lock, milliseconds; then the request is answered ``503 storage_busy`` (nothing changed).
+    sqlite_busy_timeout_ms: int = Field(10_000, ge=0)
     #: Match lease time across nodes, seconds (production mode). A dead node's matches go on
     #: elsewhere within about lease + takeover interval; renewed every lease/3.
     lease_seconds: float = Field(2.0, gt=0.5)

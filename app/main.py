@@ -5,7 +5,7 @@ import logging
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -29,7 +29,7 @@ from app.db.ratings import RatingsRepository
 from app.db.repo import Repository
 from app.db.wallet import WalletRepository
 from app.gcpolicy import GcPolicy
-from app.infra.backends import make_backends
+from app.infra.backends import Backends, make_backends
 from app.infra.leases import LeaseKeeper
 from app.logsetup import install_log_safety
 from app.matchmaking.wiring import make_matchmaking
@@ -84,6 +84,17 @@ class RawSendMiddleware:
         await self.app(scope, receive, send)
 
 
+def make_lease_keeper(backends: Backends, settings: Settings, on_lost: Callable[[str], None]) -> LeaseKeeper:
+    """The node's lease keeper. Several nodes (Redis): ``LEASE_SECONDS``, a lease lapses when not
+    renewed in time. One process (local backends): nothing to fail over to, so a lease never lapses
+    by time (``lapses=False``): an event-loop stall (a suspended process, a long pause) must not drop
+    every match and rebuild it; renewals are rare (TTL at least 30 s)."""
+    if backends.mode == "redis":
+        return LeaseKeeper(backends.leases, settings.node, settings.lease_seconds, on_lost=on_lost)
+    return LeaseKeeper(backends.leases, settings.node, max(settings.lease_seconds, 30.0), on_lost=on_lost,
+                       lapses=False)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     check_admin_token(settings.admin_token)  # a weak token: one line and exit, before anything starts
@@ -92,7 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         if settings.migrate_on_start:
             await upgrade_async(settings.database_url)
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         repo = Repository(engine)
         await _ensure_admin(repo, settings.admin_token)
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
@@ -106,10 +117,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                node_id=settings.node, spectator_patch_seconds=settings.spectator_patch_seconds)
         if bots:
             bots.bind(manager)
-        # one process (local backends): nothing to fail over to, so a long lease; a short one would
-        # only turn an event-loop stall of 2 s into every match being dropped and rebuilt
-        lease_seconds = settings.lease_seconds if backends.mode == "redis" else max(settings.lease_seconds, 30.0)
-        keeper = LeaseKeeper(backends.leases, settings.node, lease_seconds, on_lost=manager.lease_lost)
+        keeper = make_lease_keeper(backends, settings, manager.lease_lost)
+        lease_seconds = keeper.ttl
         cluster = Cluster(settings.node, backends.pubsub, keeper, manager, lease_seconds=lease_seconds,
                           multi_node=backends.mode == "redis",
                           takeover_interval=settings.takeover_interval_seconds)

@@ -45,14 +45,24 @@ _DESCRIPTIONS = {
          "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`, `reserved_option`",
     413: "`body_too_large`: the request body is over `MAX_BODY_BYTES`",
     429: "`rate_limited`, `too_many_lobbies` or `too_many_bot_matches`, with a `Retry-After` header (seconds)",
+    503: "`storage_busy`: the database is overloaded (its write lock or a connection not had in time) or "
+         "out of reach; retry after the `Retry-After` header (seconds). Registering and the lobby routes "
+         "changed nothing then",
 }
+
+#: seconds a client is asked to wait after ``503 storage_busy``
+STORAGE_BUSY_RETRY_SECONDS = 1
+#: Postgres SQLSTATEs of an overloaded or unreachable database: connection exceptions (08),
+#: insufficient resources (53), operator intervention (57P01-57P03), lock not available (55P03),
+#: serialization failure and deadlock (40001, 40P01: the transaction was rolled back)
+_BUSY_SQLSTATES = ("08", "53", "57P01", "57P02", "57P03", "55P03", "40001", "40P01")
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """``responses=`` for a route: each status answered with the :class:`Error` model. 422, 413 and 429
-    are always included (every route validates its input, and the body limit and the rate limits
-    apply to every route)."""
-    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 413, 422, 429})}
+    """``responses=`` for a route: each status answered with the :class:`Error` model. 422, 413, 429
+    and 503 are always included (every route validates its input, the body limit and the rate limits
+    apply to every route, and any may find the database overloaded)."""
+    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 413, 422, 429, 503})}
 
 
 def _has_nul(scope: Scope) -> bool:
@@ -92,6 +102,42 @@ def _data_error(exc: DBAPIError) -> bool:
     return str(state).startswith("22") or name == "DataError"
 
 
+def storage_busy(exc: BaseException) -> bool:
+    """Whether a database error says the database is overloaded or out of reach, rather than that
+    the request is wrong or the server has a bug: SQLAlchemy's pool had no connection in time
+    (``sqlalchemy.exc.TimeoutError``), SQLite's write lock was not had within the busy timeout
+    ("database is locked", "database table is locked", busy), a Postgres SQLSTATE of
+    :data:`_BUSY_SQLSTATES`, or a connection the pool invalidated. The statement failed, so its
+    transaction was rolled back: nothing of it was changed."""
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    state = str(getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None) or "")
+    if state and state.startswith(_BUSY_SQLSTATES):
+        return True
+    if type(orig).__name__ == "OperationalError" and not state:  # sqlite3's
+        text = str(orig).lower()
+        return "locked" in text or "busy" in text
+    return isinstance(getattr(orig, "__cause__", None), (ConnectionError, TimeoutError))
+
+
+def _busy_response(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("database busy on %s %s: %s", request.method, request.url.path,
+                type(getattr(exc, "orig", None) or exc).__name__)
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.errors.labels("storage_busy").inc()
+    return JSONResponse({"code": "storage_busy", "message": "the database is busy; "
+                         f"try again in {STORAGE_BUSY_RETRY_SECONDS} s"}, status_code=503,
+                        headers={"Retry-After": str(STORAGE_BUSY_RETRY_SECONDS)})
+
+
 def install(app: FastAPI) -> None:
     app.add_middleware(TextGuard)
 
@@ -122,13 +168,24 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
         # A backstop: input is checked before it reaches the database; a value the database still
-        # refuses is the client's (422), anything else is ours (500, logged without parameters).
+        # refuses is the client's (422), an overloaded database 503 (retry), anything else is ours
+        # (500, logged without parameters).
+        if storage_busy(exc):
+            return _busy_response(request, exc)
         if _data_error(exc):
             log.warning("database refused a value on %s %s: %s", request.method, request.url.path,
                         type(exc.orig).__name__)
             return JSONResponse({"code": "invalid_value", "message": "a value cannot be stored"}, status_code=422)
         log.error("database error on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
         return JSONResponse({"code": "internal_error", "message": "internal error"}, status_code=500)
+
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
+        # no connection within the pool's timeout: nothing was run; without this handler it was a
+        # 500 with a traceback per request
+        return _busy_response(request, exc)
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, _exc: Exception) -> JSONResponse:

@@ -5,9 +5,11 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
-def make_engine(url: str) -> AsyncEngine:
+def make_engine(url: str, *, busy_timeout_ms: int = 10_000) -> AsyncEngine:
     """Create the engine. SQLite gets WAL, ``synchronous=FULL`` (a commit is on disk before an ack),
-    foreign keys and a busy timeout; Postgres a pool sized for REST plus the log writer."""
+    foreign keys and a busy timeout (``busy_timeout_ms``: how long a statement waits for another
+    connection's write lock before failing with "database is locked"); Postgres a pool sized for
+    REST plus the log writer."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, pool_size=4, max_overflow=4)
 
@@ -17,7 +19,7 @@ def make_engine(url: str) -> AsyncEngine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=FULL")
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA busy_timeout=10000")
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.close()
 
         return engine

@@ -234,6 +234,9 @@ class Repository:
 
     @staticmethod
     async def _lobby_in(conn: AsyncConnection, lobby_id: str) -> dict[str, Any] | None:
+        """The lobby with its ``seats`` and, under ``players``, the public rows (``id, name, role``)
+        of its seated players, read in the caller's transaction (so a route can answer without
+        another read after the commit)."""
         r = (await conn.execute(select(lobbies_t).where(lobbies_t.c.id == lobby_id))).first()
         if r is None:
             return None
@@ -241,6 +244,10 @@ class Repository:
         seats = (await conn.execute(
             select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
         lobby["seats"] = [dict(s._mapping) for s in seats]
+        ids = [s["player_id"] for s in lobby["seats"] if s["player_id"]]
+        rows = (await conn.execute(select(players_t.c.id, players_t.c.name, players_t.c.role)
+                                   .where(players_t.c.id.in_(ids)))).all() if ids else []
+        lobby["players"] = {p.id: dict(p._mapping) for p in rows}
         return lobby
 
     async def join_lobby(self, lobby_id: str, player_id: str, seat: int | None = None,

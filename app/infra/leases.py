@@ -10,7 +10,8 @@ extend or delete a lease another node holds.
 Lease time is measured by the Redis server (Redis backend) or ``time.monotonic`` (local backend).
 A holder must stop writing a match before its lease can have expired: :class:`LeaseKeeper` declares
 a lease lost at ``(start of its last successful renew) + ttl - margin`` even if Redis cannot be
-reached to find out.
+reached to find out. The only node of a cluster (embedded mode, ``lapses=False``) has nobody to
+stop for: there a lease is lost only to another holder, never by time.
 """
 from __future__ import annotations
 
@@ -208,10 +209,17 @@ class LeaseKeeper:
     ``ttl/10`` by default, so the node stops before anyone else can acquire. A renew that takes
     longer than the interval counts as failed. ``on_lost`` runs on the event loop and must not block;
     it should drop the match's runner (its state may be written by the new owner from now on).
+
+    ``lapses=False`` is for a node that is the only one (embedded mode): no other node can take a
+    match over, so time alone never makes a lease lost there. :meth:`holds` is then "acquired and not
+    released or lost", and a renewal that finds the lease expired (the event loop stalled past the
+    TTL: a suspended process, a long pause) takes it again; a lease is lost only when another holder
+    has it. With ``lapses=True`` (the default, several nodes) a stall past ``ttl - margin`` loses it.
     """
 
     def __init__(self, leases: Leases, node_id: str, ttl_seconds: float, *,
-                 on_lost: Callable[[str], None] | None = None, margin_seconds: float | None = None) -> None:
+                 on_lost: Callable[[str], None] | None = None, margin_seconds: float | None = None,
+                 lapses: bool = True) -> None:
         _check_ttl(ttl_seconds)
         self.leases = leases
         self.node_id = node_id
@@ -219,6 +227,10 @@ class LeaseKeeper:
         self.interval = ttl_seconds / 3
         self.margin = ttl_seconds / 10 if margin_seconds is None else margin_seconds
         self.on_lost = on_lost
+        #: whether a lease not renewed in time counts as lost (several nodes); False: the only node
+        self.lapses = lapses
+        #: leases found expired at a renewal and taken again (``lapses=False``: after a stall)
+        self.retaken = 0
         #: match id -> monotonic time until which the lease is surely still ours
         self._valid_until: dict[str, float] = {}
         self._task: asyncio.Task | None = None
@@ -235,7 +247,7 @@ class LeaseKeeper:
         ``time.monotonic()``. A process resumed after a pause (SIGSTOP, a long stall) holds nothing
         until a renew succeeds, even before the keeper's loop has declared the lease lost."""
         until = self._valid_until.get(match_id)
-        return until is not None and until > time.monotonic()
+        return until is not None and (not self.lapses or until > time.monotonic())
 
     async def acquire(self, match_id: str) -> bool:
         """Acquire the lease and keep it alive from now on. True if this node holds it."""
@@ -290,10 +302,32 @@ class LeaseKeeper:
                         self._valid_until[match_id] = started + self.ttl - self.margin
                     else:
                         lost.add(match_id)
-        now = time.monotonic()
-        lost.update(m for m, until in self._valid_until.items() if until <= now)
+                if lost and not self.lapses:
+                    lost = await self._retake(lost, before)
+        if self.lapses:
+            now = time.monotonic()
+            lost.update(m for m, until in self._valid_until.items() if until <= now)
         for match_id in lost:
             self._lose(match_id)
+        return lost
+
+    async def _retake(self, expired: set[str], before: dict[str, float]) -> set[str]:
+        """``lapses=False``: take again the leases a renewal found expired; returns those another
+        holder has (lost)."""
+        lost: set[str] = set()
+        retaken = self.retaken
+        for match_id in expired:
+            if self._valid_until.get(match_id) != before[match_id]:
+                continue  # released (or acquired again) meanwhile
+            started = time.monotonic()
+            if not await self.leases.acquire(match_id, self.node_id, self.ttl):
+                lost.add(match_id)
+            elif self._valid_until.get(match_id) == before[match_id]:  # not released meanwhile
+                self._valid_until[match_id] = started + self.ttl - self.margin
+                self.retaken += 1
+        if self.retaken > retaken:
+            log.info("node %s: %d leases had expired (the event loop stalled past %g s) and were taken again",
+                     self.node_id, self.retaken - retaken, self.ttl)
         return lost
 
     def _lose(self, match_id: str) -> None:
@@ -321,6 +355,6 @@ class LeaseKeeper:
     def _next_delay(self) -> float:
         """ttl/3, or sooner if a lease's validity ends before then (so it is declared lost on time)."""
         delay = self.interval
-        if self._valid_until:
+        if self._valid_until and self.lapses:
             delay = min(delay, max(0.01, min(self._valid_until.values()) - time.monotonic()))
         return delay

@@ -193,3 +193,56 @@ async def test_a_renewal_answer_about_an_old_lease_does_not_drop_a_new_one():
     leases.gate.set()
     assert await asyncio.wait_for(renewal, 5) == set()
     assert lost == [] and keeper.holds("m1")
+
+
+async def test_the_only_node_keeps_its_leases_through_a_stall():
+    """Embedded mode (one process, ``lapses=False``): an event loop stalled past the TTL (a suspended
+    process, a long pause) loses no lease: the renewal finds it expired and takes it again. Before,
+    every match was declared lost ("lost the lease"), dropped and rebuilt, its sockets closed."""
+    leases = LocalLeases()
+    lost: list[str] = []
+    keeper = LeaseKeeper(leases, "n1", 0.3, on_lost=lost.append, lapses=False)
+    assert await keeper.acquire("m1") and await keeper.acquire("m2")
+    time.sleep(0.4)  # the loop stalls past the TTL (no await: nothing else runs)
+    assert keeper.holds("m1")  # no other node can have it: still ours
+    assert await leases.owner("m1") is None  # the store's entry did expire
+    # meanwhile another holder took m2 (only possible with another node: then it is lost)
+    assert await leases.acquire("m2", "n2", 5)
+    assert await keeper.renew_now() == {"m2"}
+    assert lost == ["m2"] and keeper.held == {"m1"} and keeper.retaken == 1
+    assert await leases.owner("m1") == "n1"  # taken again
+    await keeper.stop()
+
+
+async def test_a_stall_past_the_lease_still_loses_it_with_several_nodes():
+    """``lapses=True`` (several nodes, the default) is unchanged: past ``ttl - margin`` the lease is
+    not ours any more, another node may run the match."""
+    leases = LocalLeases()
+    lost: list[str] = []
+    keeper = LeaseKeeper(leases, "n1", 0.3, on_lost=lost.append)
+    assert await keeper.acquire("m1")
+    time.sleep(0.4)
+    assert not keeper.holds("m1")
+    assert await keeper.renew_now() == {"m1"} and lost == ["m1"]
+    await keeper.stop()
+
+
+async def test_the_node_keeper_lapses_only_with_several_nodes():
+    """The wiring of ``create_app``: Redis backends get ``LEASE_SECONDS`` and lapsing leases; local
+    backends (embedded mode) a long lease that never lapses by time."""
+    from app.config import Settings
+    from app.infra.backends import make_backends
+    from app.main import make_lease_keeper
+    from tests.conftest import REDIS_URL
+
+    settings = Settings(lease_seconds=2.0)
+    local = make_backends(None, "n1")
+    keeper = make_lease_keeper(local, settings, lambda m: None)
+    assert keeper.lapses is False and keeper.ttl == 30.0
+    redis_backends = make_backends(REDIS_URL, "n1", "bftest:unused:")  # connects nothing
+    try:
+        keeper = make_lease_keeper(redis_backends, settings, lambda m: None)
+        assert keeper.lapses is True and keeper.ttl == 2.0
+    finally:
+        await redis_backends.close()
+        await local.close()

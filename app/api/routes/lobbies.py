@@ -52,13 +52,18 @@ async def _checked_loadout(wallets: WalletRepository, game_id: str, loadout: lis
 
 
 async def lobby_public(repo: Repository, lobby: dict[str, Any]) -> LobbyPublic:
-    players = await repo.players(s["player_id"] for s in lobby["seats"] if s["player_id"])
+    """The public lobby. Its players are read unless the lobby carries them (``players``, read in the
+    transaction that changed it: then nothing is read after that commit)."""
+    players: dict[str, Any] = lobby.get("players") or {}
+    missing = [s["player_id"] for s in lobby["seats"] if s["player_id"] and s["player_id"] not in players]
+    if missing:
+        players = {**players, **await repo.players(missing)}
     seats = []
     for s in lobby["seats"]:
         p = players.get(s["player_id"]) if s["player_id"] else None
         seats.append(SeatPublic(seat=s["seat"], bot=s["bot"], player=PlayerPublic(**p) if p else None,
                                 loadout=s.get("loadout")))
-    return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k != "seats"})
+    return LobbyPublic(seats=seats, **{k: v for k, v in lobby.items() if k not in ("seats", "players")})
 
 
 async def _open_lobby(repo: Repository, lobby_id: str) -> dict[str, Any]:
@@ -96,10 +101,12 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     lobby = {"id": uuid.uuid4().hex, "game": game.id, "options": options, "seat_count": body.seats,
              "host_id": player["id"], "status": "open", "match_id": None, "created_at": time.time()}
     await repo.create_lobby(lobby, player["id"], loadout)
-    created = await repo.lobby(lobby["id"])
-    if created is None:  # lobbies are never deleted while a node serves them
-        raise not_found("lobby")
-    return await lobby_public(repo, created)
+    # the answer is the lobby as inserted, without reading it back: once the insert has committed,
+    # nothing may fail (an overloaded database answered 503 to a lobby that existed)
+    host = PlayerPublic(id=player["id"], name=player["name"], role=player["role"])
+    return LobbyPublic(seats=[SeatPublic(seat=s, player=host if s == 0 else None, bot=None,
+                                         loadout=(loadout or None) if s == 0 else None)
+                              for s in range(body.seats)], **lobby)
 
 
 @router.get("", response_model=LobbyPage, responses=responses(401))
@@ -217,12 +224,12 @@ async def start(lobby_id: LobbyId, player: PlayerDep, repo: RepoDep, manager: Ma
         if [(s["player_id"], s["bot"], s.get("loadout") or []) for s in locked] != read:
             raise LobbyRefused("lobby_changed", "the lobby changed while starting; start again")
 
+    # the answer's seats are read before the start (the start refuses if they changed): once the
+    # match is committed nothing may fail (an overloaded database answered 503 to a started match)
+    public = await lobby_public(repo, lobby)
     try:
-        await manager.create_match(lobby["game"], options, cast(list[SeatRow], seats), lobby_id=lobby_id,
-                                   check_seats=same_seats)
+        runner = await manager.create_match(lobby["game"], options, cast(list[SeatRow], seats), lobby_id=lobby_id,
+                                            check_seats=same_seats)
     except LobbyRefused as exc:
         raise _refused(exc) from None
-    started = await repo.lobby(lobby_id)
-    if started is None:  # lobbies are never deleted while a node serves them
-        raise not_found("lobby")
-    return await lobby_public(repo, started)
+    return public.model_copy(update={"status": "started", "match_id": runner.match_id})
