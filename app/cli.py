@@ -305,13 +305,15 @@ def _serve(host, port, database_url) -> None:
         settings = settings.model_copy(update={"migrate_on_start": False})
     import uvicorn
 
-    from app.api.wsproto import LeanWebSocketsProtocol
+    from app.api.wsproto import server_protocols
     from app.main import create_app
 
     app = create_app(settings)
-    # uvicorn's websockets-sansio protocol, keeping less per socket (app/api/wsproto.py)
+    # uvicorn's httptools and websockets-sansio protocols, keeping less per socket and making no
+    # cyclic garbage; uvicorn's stock ones (with a warning) if its internals changed (app/api/wsproto.py)
+    http_protocol, ws_protocol = server_protocols()
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            ws=LeanWebSocketsProtocol, ws_max_size=1 << 20, timeout_keep_alive=75,
+                            http=http_protocol, ws=ws_protocol, ws_max_size=1 << 20, timeout_keep_alive=75,
                             ws_per_message_deflate=settings.ws_compression, ws_ping_interval=settings.heartbeat_seconds,
                             ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False)
     server = uvicorn.Server(config)
