@@ -290,6 +290,22 @@ def _migrate(url: str) -> None:
         _fail(database_problem(exc, url), EXIT_FAILED)
 
 
+def uvicorn_config(app: Any, settings: Any) -> Any:
+    """The ``uvicorn.Config`` ``bannerfall serve`` runs ``app`` (``app.main.create_app``) with:
+    uvicorn's httptools and websockets-sansio protocols, keeping less per socket and making no
+    cyclic garbage, or uvicorn's stock ones (with a warning) if its internals changed
+    (``app.api.wsproto.server_protocols``). The event loop is uvicorn's choice (uvloop when installed)."""
+    import uvicorn
+
+    from app.api.wsproto import server_protocols
+
+    http_protocol, ws_protocol = server_protocols()
+    return uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                          http=http_protocol, ws=ws_protocol, ws_max_size=1 << 20, timeout_keep_alive=75,
+                          ws_per_message_deflate=settings.ws_compression, ws_ping_interval=settings.heartbeat_seconds,
+                          ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False)
+
+
 def _serve(host, port, database_url) -> None:
     import logging
 
@@ -305,16 +321,9 @@ def _serve(host, port, database_url) -> None:
         settings = settings.model_copy(update={"migrate_on_start": False})
     import uvicorn
 
-    from app.api.wsproto import LeanWebSocketsProtocol
     from app.main import create_app
 
-    app = create_app(settings)
-    # uvicorn's websockets-sansio protocol, keeping less per socket (app/api/wsproto.py)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            ws=LeanWebSocketsProtocol, ws_max_size=1 << 20, timeout_keep_alive=75,
-                            ws_per_message_deflate=settings.ws_compression, ws_ping_interval=settings.heartbeat_seconds,
-                            ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(create_app(settings), settings))
     server.run(sockets=[sock])
     if not server.started:
         _fail("the server stopped during start-up (see the log above)", EXIT_FAILED)

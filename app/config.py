@@ -62,13 +62,15 @@ class Settings(BaseSettings):
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
     commit_window_ms: float = Field(2.0, ge=0)
-    #: Full cyclic garbage collections on the server's own clock (app/gcpolicy.py): every this many
-    #: seconds, CPython's automatic collector being off after start-up. 0 (the default): keep the
-    #: automatic collector, with ``gc_thresholds`` (REST traffic makes cyclic garbage: ~120 objects
-    #: per request, measured; see docs/operations.md before turning this on).
-    gc_full_seconds: float = Field(0.0, ge=0)
-    #: ... or sooner, when this many more container objects are alive than after the last one.
-    gc_growth_objects: int = Field(2_000_000, ge=1000)
+    #: Full cyclic garbage collections on the server's own clock (app/gcpolicy.py), in seconds
+    #: between two, CPython's automatic collector being off after start-up (the default, 60: REST
+    #: requests and sockets make no cyclic garbage, and a full collection of 50 live Conquest matches
+    #: with 200 sockets took 10-18 ms, measured; docs/decisions.md, "Garbage collection"). 0: keep
+    #: CPython's automatic collector, with ``gc_thresholds``.
+    gc_full_seconds: float = Field(60.0, ge=0)
+    #: ... or sooner, when this many more container objects are alive than after the last one (a
+    #: full collection walks every object made since start: ~0.2-0.3 µs each, measured).
+    gc_growth_objects: int = Field(300_000, ge=1000)
     #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
     #: ``gc_full_seconds`` is 0; the objects made at start are frozen out of the collector's sight
     #: first (``gc.freeze``) in both cases.

@@ -77,11 +77,17 @@ class RawSendMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "websocket":
-            scope["bannerfall.raw_send"] = send
-            if await serve_direct(scope, receive, send):
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        scope["bannerfall.raw_send"] = send
+        try:
+            if not await serve_direct(scope, receive, send):
+                await self.app(scope, receive, send)
+        finally:
+            # uvicorn's protocol keeps the scope, and ``send`` is its bound method: a reference
+            # cycle per socket for the cyclic collector unless it is broken here (docs/decisions.md)
+            scope.pop("bannerfall.raw_send", None)
 
 
 def make_lease_keeper(backends: Backends, settings: Settings, on_lost: Callable[[str], None]) -> LeaseKeeper:

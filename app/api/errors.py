@@ -128,6 +128,7 @@ def storage_busy(exc: BaseException) -> bool:
 
 
 def _busy_response(request: Request, exc: Exception) -> JSONResponse:
+    drop_tracebacks(exc)  # answered (503), not a bug: no frames kept for the cyclic collector
     log.warning("database busy on %s %s: %s", request.method, request.url.path,
                 type(getattr(exc, "orig", None) or exc).__name__)
     metrics = getattr(request.app.state, "metrics", None)
@@ -138,15 +139,37 @@ def _busy_response(request: Request, exc: Exception) -> JSONResponse:
                         headers={"Retry-After": str(STORAGE_BUSY_RETRY_SECONDS)})
 
 
+def drop_tracebacks(exc: BaseException) -> None:
+    """Forget the tracebacks of ``exc`` and of the exceptions it was raised from or during
+    (``__cause__``, ``__context__``), once it is answered.
+
+    A traceback keeps the frames it went through, and a frame that still holds the exception in a
+    local (``err = RequestValidationError(...); raise err``, as FastAPI does) makes a reference cycle:
+    every refused request would otherwise leave its exception, tracebacks and frames to the cyclic
+    collector (``docs/decisions.md``, "Garbage collection"). Only for exceptions answered as a
+    4xx; a 500 keeps its traceback for the log."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        item.__traceback__ = None
+        todo += (item.__cause__, item.__context__)
+
+
 def install(app: FastAPI) -> None:
     app.add_middleware(TextGuard)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        drop_tracebacks(exc)
         return JSONResponse({"code": exc.code, "message": exc.message}, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        drop_tracebacks(exc)
         errors = exc.errors()
         details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in errors]
         first = details[0] if details else {"loc": [], "msg": "invalid request"}
@@ -161,6 +184,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        drop_tracebacks(exc)
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
             exc.status_code, "http_error")
         return JSONResponse({"code": code, "message": str(exc.detail)}, status_code=exc.status_code)

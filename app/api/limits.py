@@ -21,6 +21,7 @@ from fastapi import Depends, Request
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.deps import PlayerDep
+from app.api.errors import drop_tracebacks
 from app.config import Settings
 
 log = logging.getLogger("bannerfall.limits")
@@ -56,6 +57,7 @@ def install(app) -> None:
 
     async def _limit_exceeded(_request: Request, exc: Exception):
         assert isinstance(exc, LimitExceeded)
+        drop_tracebacks(exc)
         metrics = getattr(app.state, "metrics", None)
         if metrics is not None:
             metrics.errors.labels(exc.code).inc()

@@ -27,6 +27,7 @@ from websockets.protocol import State
 
 from app.api.deps import player_for_token
 from app.api.limits import admit_socket, refuse_if_limited, release_socket
+from app.api.wsproto import WebSocketsSansIOProtocol, internals_problem
 from app.games.base import ADMIN, SPECTATOR
 from app.runtime.interfaces import Link, MatchDirectory
 from app.runtime.match import MatchRunner
@@ -112,14 +113,11 @@ def corked() -> Iterator[None]:
 
 def _sansio_protocol(ws: WebSocket) -> Any:
     """uvicorn's ``websockets-sansio`` protocol object under ``ws`` (the ``__self__`` of the raw
-    ``send`` kept by ``RawSendMiddleware``), or None under any other server or implementation."""
+    ``send`` kept by ``RawSendMiddleware``), or None under any other server or implementation, or
+    when uvicorn's internals are not the ones the fast path uses (``app.api.wsproto.internals_problem``)."""
     raw = ws.scope.get("bannerfall.raw_send")
     proto = getattr(raw, "__self__", None)
-    if proto is None:
-        return None
-    try:
-        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-    except ImportError:  # pragma: no cover - uvicorn without the sans-I/O implementation
+    if proto is None or internals_problem() is not None:
         return None
     return proto if isinstance(proto, WebSocketsSansIOProtocol) else None
 

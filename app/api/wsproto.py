@@ -1,7 +1,9 @@
-"""uvicorn's ``websockets-sansio`` protocol, keeping less for each socket (``bannerfall serve`` uses it).
+"""uvicorn's protocols as ``bannerfall serve`` runs them (:func:`server_protocols`): keeping less for
+each socket, and making no cyclic garbage.
 
-Behaviour is uvicorn's own (this subclass changes no method's logic); three things every open socket
-kept for its whole life are made smaller (``docs/benchmarks/server.md``, "Memory"):
+:class:`LeanWebSocketsProtocol` is uvicorn's ``websockets-sansio`` protocol. Behaviour is uvicorn's
+own (this subclass changes no method's logic); three things every open socket kept for its whole
+life are made smaller (``docs/benchmarks/server.md``, "Memory"):
 
 - the inbox of received ASGI events: uvicorn makes an ``asyncio.Queue`` (four deques and an
   ``Event``, ~3.3 KB); :class:`Inbox` is a list and one waiting future, made only while the app waits;
@@ -9,15 +11,118 @@ kept for its whole life are made smaller (``docs/benchmarks/server.md``, "Memory
   future only while a sender waits for the client to read;
 - the handshake's request and response (their headers parsed by websockets, ~3.5 KB): uvicorn keeps
   both after the handshake, when nothing reads them again; they are dropped once it is done.
+
+:class:`LeanHttpToolsProtocol` is uvicorn's ``httptools`` protocol, which lets go of its parser once
+the connection is upgraded to a WebSocket: the parser holds the protocol's bound methods, and uvicorn
+breaks that reference cycle only in ``connection_lost``, which an upgraded connection never calls on
+it. Without this every socket left ~45 objects (the HTTP protocol, its parser, flow control, ~4.5 KB)
+to the cyclic collector (``docs/decisions.md``, "Garbage collection").
+
+Both rely on uvicorn internals (attribute names, not only the ASGI interface), as does the socket
+fast path of ``app.api.ws``. ``pyproject.toml`` bounds uvicorn to the line they were written for,
+and :func:`internals_problem` checks at start-up that the names are still there: if not,
+:func:`server_protocols` falls back to uvicorn's stock protocols with a warning, and ``app.api.ws``
+sends through uvicorn's ``send`` (slower, and more memory per socket, but correct).
 """
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import functools
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
 
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+log = logging.getLogger("bannerfall.api")
 
-__all__ = ["Flag", "Inbox", "LeanWebSocketsProtocol"]
+if TYPE_CHECKING:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+else:
+    def _optional(module: str, name: str) -> type:
+        """``module.name``, or a stand-in class when uvicorn (or httptools) lacks it: the subclasses
+        below are then never handed to uvicorn (:func:`server_protocols`)."""
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            return type(f"Missing{name}", (asyncio.Protocol,), {"__init__": lambda self, *a, **kw: None})
+
+    HttpToolsProtocol = _optional("uvicorn.protocols.http.httptools_impl", "HttpToolsProtocol")
+    WebSocketsSansIOProtocol = _optional("uvicorn.protocols.websockets.websockets_sansio_impl",
+                                         "WebSocketsSansIOProtocol")
+
+__all__ = ["Flag", "Inbox", "LeanHttpToolsProtocol", "LeanWebSocketsProtocol", "internals_problem",
+           "server_protocols"]
+
+#: What this module and ``app.api.ws`` use of uvicorn's and websockets' internals:
+#: (module, class, method -> attribute names its code must still assign or read)
+INTERNALS: tuple[tuple[str, str, dict[str, tuple[str, ...]]], ...] = (
+    ("uvicorn.protocols.websockets.websockets_sansio_impl", "WebSocketsSansIOProtocol", {
+        "__init__": ("queue", "writable", "handshake_complete", "close_sent", "disconnected", "initial_response",
+                     "conn"),
+        "connection_made": ("transport",),
+        "handle_connect": ("request", "response"),
+        "send": ("handshake_complete",),
+    }),
+    ("uvicorn.protocols.http.httptools_impl", "HttpToolsProtocol", {
+        "__init__": ("parser",),
+        "handle_websocket_upgrade": ("set_protocol",),
+    }),
+    ("websockets.protocol", "Protocol", {
+        "__init__": ("state", "extensions", "writes", "expect_continuation_frame", "debug"),
+        "send_text": (),
+        "data_to_send": (),
+    }),
+)
+
+
+@functools.cache
+def internals_problem() -> str | None:
+    """None when every name in :data:`INTERNALS` is still where this code expects it (checked in
+    the functions' compiled code: ``co_names``), else one line saying what is missing."""
+    for module_name, class_name, methods in INTERNALS:
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as exc:
+            return f"{module_name}.{class_name} is missing ({type(exc).__name__})"
+        for method, names in methods.items():
+            code = getattr(getattr(cls, method, None), "__code__", None)
+            if code is None:
+                return f"{module_name}.{class_name}.{method} is missing"
+            missing = [name for name in names if name not in code.co_names]
+            if missing:
+                return f"{module_name}.{class_name}.{method} no longer uses {', '.join(missing)}"
+    return None
+
+
+def server_protocols() -> tuple[Any, Any]:
+    """``(http, ws)`` for ``uvicorn.Config``: :class:`LeanHttpToolsProtocol` and
+    :class:`LeanWebSocketsProtocol`, or, when :func:`internals_problem` finds uvicorn changed,
+    uvicorn's stock choices (``"auto"``, and ``"websockets-sansio"`` when it still exists) after a
+    warning."""
+    problem = internals_problem()
+    if problem is None:
+        return LeanHttpToolsProtocol, LeanWebSocketsProtocol
+    import uvicorn
+
+    log.warning("uvicorn %s: %s; serving with uvicorn's stock protocols (more memory per socket, cyclic "
+                "garbage per socket, no socket fast path). pyproject.toml names the uvicorn line this "
+                "server was written for.", uvicorn.__version__, problem)
+    try:
+        importlib.import_module("uvicorn.protocols.websockets.websockets_sansio_impl")
+        ws = "websockets-sansio"
+    except ImportError:
+        ws = "auto"
+    return "auto", ws
+
+
+class LeanHttpToolsProtocol(HttpToolsProtocol):
+    """``HttpToolsProtocol`` that drops its parser once the connection is a WebSocket (see the
+    module's docstring): the parser and the protocol refer to each other, and an upgraded
+    connection's HTTP protocol never gets the ``connection_lost`` where uvicorn breaks that."""
+
+    def handle_websocket_upgrade(self) -> None:
+        super().handle_websocket_upgrade()
+        self.parser = None  # type: ignore[assignment]
 
 
 class Inbox:

@@ -18,10 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.admins import REVOKED_PREFIX, _revoked_value
 from app.db.models import Account, Player, PlayerToken
+from app.db.tables import in_list
 
 players_t = cast(Table, Player.__table__)
 tokens_t = cast(Table, PlayerToken.__table__)
 accounts_t = cast(Table, Account.__table__)
+
+#: built once: an ``in_()`` built per query leaves cyclic garbage (``app.db.tables.in_list``)
+_USERNAMES = select(accounts_t.c.player_id, accounts_t.c.username).where(in_list(accounts_t.c.player_id, "ids"))
 
 #: the id the token list gives a player's first token (``players.token_hash``)
 FIRST_TOKEN_ID = "first"
@@ -65,8 +69,7 @@ class AccountsRepository:
         if not player_ids:
             return {}
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(accounts_t.c.player_id, accounts_t.c.username)
-                                       .where(accounts_t.c.player_id.in_(player_ids)))).all()
+            rows = (await conn.execute(_USERNAMES, {"ids": player_ids})).all()
         return {r.player_id: r.username for r in rows}
 
     async def claim(self, player_id: str, username: str, username_key: str, password_hash: str) -> dict[str, Any]:

@@ -22,12 +22,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.paging import decode_cursor, encode_cursor
-from app.db.tables import accounts_t, changes_t, marks_t, matches_t, players_t, ratings_t
+from app.db.tables import ENDED, accounts_t, changes_t, in_list, marks_t, matches_t, players_t, ratings_t
 
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3.0
@@ -50,6 +50,11 @@ class Rating:
     matches: int
     wins: int
 
+
+#: built once: an ``in_()`` built per query leaves cyclic garbage (``app.db.tables.in_list``)
+_RATINGS_OF = select(ratings_t).where(ratings_t.c.game == bindparam("game"), in_list(ratings_t.c.player_id, "ids"))
+_RATINGS_ORDERED = _RATINGS_OF.order_by(ratings_t.c.player_id)
+_RATINGS_LOCKED = _RATINGS_ORDERED.with_for_update()
 
 DEFAULT_RATING = Rating(DEFAULT_MU, DEFAULT_SIGMA, ordinal(DEFAULT_MU, DEFAULT_SIGMA), 0, 0)
 
@@ -94,8 +99,7 @@ class RatingsRepository:
         if not ids:
             return out
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(ratings_t).where(
-                ratings_t.c.game == game, ratings_t.c.player_id.in_(ids)))).all()
+            rows = (await conn.execute(_RATINGS_OF, {"game": game, "ids": ids})).all()
         for r in rows:
             out[r.player_id] = Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins)
         return out
@@ -133,11 +137,9 @@ class RatingsRepository:
                 {"player_id": pid, "game": game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
                  "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "updated_at": now}
                 for pid in ids]).on_conflict_do_nothing(index_elements=["player_id", "game"]))
-            q = (select(ratings_t).where(ratings_t.c.game == game, ratings_t.c.player_id.in_(ids))
-                 .order_by(ratings_t.c.player_id))
-            if self.engine.dialect.name == "postgresql":
-                q = q.with_for_update()  # two matches of one player ending together: one waits
-            current = {r.player_id: r for r in (await conn.execute(q)).all()}
+            # Postgres: two matches of one player ending together: one waits
+            q = _RATINGS_LOCKED if self.engine.dialect.name == "postgresql" else _RATINGS_ORDERED
+            current = {r.player_id: r for r in (await conn.execute(q, {"game": game, "ids": ids})).all()}
             model = _model()
             by_seat = {seat: pid for pid, seat in humans.items()}
             teams = []
@@ -169,7 +171,7 @@ class RatingsRepository:
     async def unrated_matches(self, limit: int = 200) -> list[dict[str, Any]]:
         """Ended matches (finished or aborted) that have no ``match_ratings`` marker yet, oldest first."""
         q = (select(matches_t).outerjoin(marks_t, marks_t.c.match_id == matches_t.c.id)
-             .where(matches_t.c.status.in_(("finished", "aborted")), marks_t.c.match_id.is_(None))
+             .where(ENDED, marks_t.c.match_id.is_(None))
              .order_by(matches_t.c.ended_at, matches_t.c.id).limit(limit))
         async with self.engine.connect() as conn:
             return [dict(r._mapping) for r in (await conn.execute(q)).all()]

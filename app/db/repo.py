@@ -6,16 +6,24 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
-from sqlalchemy import Table, and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import Table, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.db.models import PlayerToken
 from app.db.paging import decode_cursor, encode_cursor
 from app.db.sqlite_log import FENCE_CHUNK, SqliteLogCommitter, fence_sql, json_text
-from app.db.tables import actions_t, lobbies_t, matches_t, players_t, seats_t
+from app.db.tables import actions_t, in_list, lobbies_t, matches_t, players_t, seats_t
 
 tokens_t = cast(Table, PlayerToken.__table__)
+
+# Queries with ``IN (...)`` lists, built once (an ``in_()`` built per query leaves cyclic garbage:
+# ``app.db.tables.in_list``).
+_PLAYERS_BY_ID = select(players_t).where(in_list(players_t.c.id, "ids"))
+_PLAYER_NAMES = select(players_t.c.id, players_t.c.name).where(in_list(players_t.c.id, "ids"))
+_SEATS_OF_LOBBIES = select(seats_t).where(in_list(seats_t.c.lobby_id, "lobby_ids")).order_by(seats_t.c.seat)
+_FREE_SEATS = (update(seats_t).where(seats_t.c.lobby_id == bindparam("p_lobby"), in_list(seats_t.c.seat, "p_seats"))
+               .values(player_id=None, bot=None, loadout=None))
 
 
 @dataclass(slots=True)
@@ -146,7 +154,7 @@ class Repository:
         if not ids:
             return {}
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(players_t).where(players_t.c.id.in_(ids)))).all()
+            rows = (await conn.execute(_PLAYERS_BY_ID, {"ids": ids})).all()
         return {r.id: dict(r._mapping) for r in rows}
 
     # -- lobbies ---------------------------------------------------------------------------
@@ -196,9 +204,7 @@ class Repository:
             more = len(rows) > limit
             rows = rows[:limit]
             if rows:
-                seats = (await conn.execute(
-                    select(seats_t).where(seats_t.c.lobby_id.in_([r["id"] for r in rows]))
-                    .order_by(seats_t.c.seat))).all()
+                seats = (await conn.execute(_SEATS_OF_LOBBIES, {"lobby_ids": [r["id"] for r in rows]})).all()
             else:
                 seats = []
         by_lobby: dict[str, list] = {}
@@ -305,9 +311,8 @@ class Repository:
             if lobby["host_id"] == player_id:
                 await conn.execute(update(lobbies_t).where(lobbies_t.c.id == lobby_id).values(status="closed"))
             else:
-                await conn.execute(
-                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat.in_(mine))
-                    .values(player_id=None, bot=None, loadout=None))  # the next player brings their own
+                # the next player brings their own loadout
+                await conn.execute(_FREE_SEATS, {"p_lobby": lobby_id, "p_seats": mine})
             out = await self._lobby_in(conn, lobby_id)
             assert out is not None
             return out
@@ -346,8 +351,7 @@ class Repository:
             if check is not None:
                 check(lobby["seats"])
             ids = [s["player_id"] for s in lobby["seats"]]
-            names = {r.id: r.name for r in (await conn.execute(
-                select(players_t.c.id, players_t.c.name).where(players_t.c.id.in_(ids)))).all()}
+            names = {r.id: r.name for r in (await conn.execute(_PLAYER_NAMES, {"ids": ids})).all()}
             seats = [{"player_id": s["player_id"], "name": names.get(s["player_id"], ""), "bot": s["bot"]}
                      for s in lobby["seats"]]
             match = build(seats)

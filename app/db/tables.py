@@ -7,9 +7,9 @@
 """
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table, bindparam
 
 from app.db.models import (
     Account,
@@ -43,7 +43,26 @@ changes_t = cast(Table, RatingChange.__table__)
 marks_t = cast(Table, MatchRating.__table__)
 accounts_t = cast(Table, Account.__table__)
 
+
+
+def in_list(column: Any, name: str) -> ColumnElement[bool]:
+    """``column IN (:name)`` with an expanding bound parameter, for statements built ONCE (module
+    constants) and executed with ``{name: [values]}``.
+
+    ``column.in_(values)`` built per query leaves its bound parameter in a reference cycle
+    (SQLAlchemy keeps every clone of a parameter in the clone's own ``_cloned_set``): 5 objects of
+    cyclic garbage per query, which the cyclic collector must find (``docs/decisions.md``, "Garbage
+    collection"). A constant statement is compiled and cached once, and executing it with new
+    values makes no cycle. ``name`` must not be a column name of an UPDATE's table (it would be
+    taken for a SET value)."""
+    return column.in_(bindparam(name, expanding=True))
+
+
+#: a match that has ended (its status is final), as a constant for the reason given in :func:`in_list`
+ENDED = matches_t.c.status.in_(("finished", "aborted"))
+
 __all__ = [
+    "ENDED", "in_list",
     "accounts_t", "changes_t", "marks_t", "ratings_t",
     "actions_t", "ledger_t", "lobbies_t", "matches_t", "owned_t", "players_t", "seats_t", "settlements_t",
     "spins_t", "wallets_t",

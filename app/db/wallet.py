@@ -16,7 +16,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.tables import ledger_t, matches_t, owned_t, seats_t, settlements_t, spins_t, wallets_t
+from app.db.tables import ENDED, ledger_t, matches_t, owned_t, seats_t, settlements_t, spins_t, wallets_t
 from app.meta.slot import new_seed, prize_for, reels_for
 
 CRYSTALS = "crystals"
@@ -221,7 +221,7 @@ class WalletRepository:
     async def unsettled_matches(self, game: str = "conquest", limit: int = 200) -> list[dict[str, Any]]:
         """Ended (finished or aborted) matches of ``game`` whose specials are not counted yet."""
         q = (select(matches_t).outerjoin(settlements_t, settlements_t.c.match_id == matches_t.c.id)
-             .where(matches_t.c.game == game, matches_t.c.status.in_(("finished", "aborted")),
+             .where(matches_t.c.game == game, ENDED,
                     settlements_t.c.match_id.is_(None))
              .order_by(matches_t.c.ended_at).limit(limit))
         async with self.engine.connect() as conn:

@@ -88,3 +88,23 @@ def test_zero_seconds_keeps_the_automatic_collector_with_the_thresholds(gc_state
         await policy.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_periodic_policy_is_the_default(gc_state, tmp_path):
+    """REST requests and sockets make no cyclic garbage (tests/runtime/test_cyclic_garbage.py), so a
+    node runs with the automatic collector off and a full collection every minute by default
+    (docs/decisions.md, "Garbage collection")."""
+    from app.config import Settings
+
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/b.db")
+    assert settings.gc_full_seconds == 60 and settings.gc_growth_objects == 300_000
+
+    async def scenario() -> None:
+        policy = GcPolicy(thresholds=settings.gc_thresholds, full_seconds=settings.gc_full_seconds,
+                          growth_objects=settings.gc_growth_objects)
+        policy.start()
+        assert not gc.isenabled() and gc.get_freeze_count() > 0
+        await policy.stop()
+        assert gc.isenabled()
+
+    asyncio.run(scenario())
