@@ -21,6 +21,7 @@ tokens_t = cast(Table, PlayerToken.__table__)
 # ``app.db.tables.in_list``).
 _PLAYERS_BY_ID = select(players_t).where(in_list(players_t.c.id, "ids"))
 _PLAYER_NAMES = select(players_t.c.id, players_t.c.name).where(in_list(players_t.c.id, "ids"))
+_PLAYER_ROLES = select(players_t.c.id, players_t.c.name, players_t.c.role).where(in_list(players_t.c.id, "ids"))
 _SEATS_OF_LOBBIES = select(seats_t).where(in_list(seats_t.c.lobby_id, "lobby_ids")).order_by(seats_t.c.seat)
 _FREE_SEATS = (update(seats_t).where(seats_t.c.lobby_id == bindparam("p_lobby"), in_list(seats_t.c.seat, "p_seats"))
                .values(player_id=None, bot=None, loadout=None))
@@ -251,8 +252,7 @@ class Repository:
             select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
         lobby["seats"] = [dict(s._mapping) for s in seats]
         ids = [s["player_id"] for s in lobby["seats"] if s["player_id"]]
-        rows = (await conn.execute(select(players_t.c.id, players_t.c.name, players_t.c.role)
-                                   .where(players_t.c.id.in_(ids)))).all() if ids else []
+        rows = (await conn.execute(_PLAYER_ROLES, {"ids": ids})).all() if ids else []
         lobby["players"] = {p.id: dict(p._mapping) for p in rows}
         return lobby
 
