@@ -104,10 +104,9 @@ class Repository:
         #: the main pool (a ping is three round trips — BEGIN, ``;``, ROLLBACK — before every
         #: one-statement commit); a connection found dead raises a disconnect, which the log writer
         #: retries on a fresh one (``app.runtime.logwriter._transient``). None: through the engine
+        #: (made at the first commit, so a repository that never commits — the CLI's — makes none)
         self.log_engine: AsyncEngine | None = None
-        if url.get_backend_name() == "postgresql":
-            self.log_engine = create_async_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=False,
-                                                  isolation_level="AUTOCOMMIT")
+        self._log_url = url if url.get_backend_name() == "postgresql" else None
 
     def close(self) -> None:
         """Release what the repository holds besides the engine (the SQLite log committer's thread
@@ -119,7 +118,7 @@ class Repository:
     async def aclose(self) -> None:
         """:meth:`close`, and the Postgres log pool's connections closed. Idempotent."""
         self.close()
-        log_engine, self.log_engine = self.log_engine, None
+        log_engine, self.log_engine, self._log_url = self.log_engine, None, None
         if log_engine is not None:
             await log_engine.dispose()
 
@@ -508,6 +507,9 @@ class Repository:
             "r_ids": r_ids, "r_seqs": r_seqs, "r_seats": r_seats, "r_kinds": r_kinds, "r_actions": r_actions,
             "r_client_seqs": r_client_seqs, "r_deadlines": r_deadlines, "r_created": r_created,
         }
+        if self.log_engine is None and self._log_url is not None:
+            self.log_engine = create_async_engine(self._log_url, pool_size=2, max_overflow=2, pool_pre_ping=False,
+                                                  isolation_level="AUTOCOMMIT")
         if self.log_engine is not None:
             async with self.log_engine.connect() as conn:
                 res = await conn.execute(_PG_COMMIT, params)

@@ -16,7 +16,6 @@ import gc
 import secrets
 import sys
 
-import pytest
 import uvicorn
 import uvloop
 
@@ -29,20 +28,6 @@ from tests.conftest import ROOT, free_port
 #: for a rare one-off (a lazily made cache), far below one object per request or socket
 ALLOWED = 20
 ROUNDS = 4
-
-
-@pytest.fixture
-def gc_state():
-    enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    yield
-    gc.set_debug(0)
-    gc.garbage.clear()
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 async def _measure(tmp_path) -> tuple[int, collections.Counter[str], str]:
@@ -76,11 +61,15 @@ async def _measure(tmp_path) -> tuple[int, collections.Counter[str], str]:
         done = (await asyncio.wait_for(client.stdout.readline(), 120)).decode().strip()
         assert done.startswith("done"), done
         metrics = app.state.metrics
-        for _ in range(100):  # the server side of the last sockets closes after the client's
-            if not metrics.registry.get_sample_value("bannerfall_sockets_open"):
+        state = server.server_state
+        # the server side of the last sockets and requests ends after the client's (the client's
+        # keep-alive connection stays open until "bye": its requests' tasks are what must be done)
+        for _ in range(200):
+            if not metrics.registry.get_sample_value("bannerfall_sockets_open") and not state.tasks:
                 break
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the server still has open sockets or request tasks 10 s after the client finished")
         found = gc.collect()
         kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
         gc.set_debug(0)

@@ -5,22 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
-import pytest
-
 from app.gcpolicy import GcPolicy
 from app.metrics import Metrics
-
-
-@pytest.fixture
-def gc_state():
-    enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 class Node:
