@@ -62,15 +62,18 @@ class Settings(BaseSettings):
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
     commit_window_ms: float = Field(2.0, ge=0)
-    #: Full cyclic garbage collections on the server's own clock (app/gcpolicy.py), in seconds
-    #: between two, CPython's automatic collector being off after start-up (the default, 60: REST
-    #: requests and sockets make no cyclic garbage, and a full collection of 50 live Conquest matches
-    #: with 200 sockets took 10-18 ms, measured; docs/decisions.md, "Garbage collection"). 0: keep
-    #: CPython's automatic collector, with ``gc_thresholds``.
+    #: Cyclic garbage collections on the server's own clock (app/gcpolicy.py), CPython's automatic
+    #: collector being off after start-up: a young collection (what was made since the previous
+    #: one, whose survivors are then frozen out of the collector's sight) every this many seconds
+    #: (the default, 60; REST requests and sockets make no cyclic garbage: docs/decisions.md,
+    #: "Garbage collection"). 0: keep CPython's automatic collector, with ``gc_thresholds``.
     gc_full_seconds: float = Field(60.0, ge=0)
-    #: ... or sooner, when this many more container objects are alive than after the last one (a
-    #: full collection walks every object made since start: ~0.2-0.3 µs each, measured).
-    gc_growth_objects: int = Field(300_000, ge=1000)
+    #: ... or sooner, when this many more container objects are alive than after the last one: a
+    #: young collection's pause is bounded by it (~0.2-0.5 µs per object walked, measured: 5-10 ms).
+    gc_growth_objects: int = Field(20_000, ge=1000)
+    #: Seconds between two deep collections (everything unfrozen and walked once: the cycles of
+    #: objects frozen while alive that died later; ~150 ms with ~750 live matches, measured). 0: never.
+    gc_deep_seconds: float = Field(3600.0, ge=0)
     #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
     #: ``gc_full_seconds`` is 0; the objects made at start are frozen out of the collector's sight
     #: first (``gc.freeze``) in both cases.

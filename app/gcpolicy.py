@@ -11,16 +11,24 @@ of live container objects grows by its threshold, and walks every object promote
 
 With ``full_seconds > 0`` (``GC_FULL_SECONDS``; the default, 60) the automatic collector is off once
 the server has started (``gc.freeze`` first: the objects made at start are never walked again), and
-a full collection runs on this policy's own clock: every ``full_seconds``, or sooner when
-``growth_objects`` more container objects are alive than after the last one (CPython keeps that
-count, ``gc.get_count()[0]``, even while the collector is disabled), so a burst of cyclic garbage is
-still bounded. Each collection is logged with its pause and what it freed, and counted in
-``bannerfall_gc_pause_seconds`` / ``bannerfall_gc_collected_objects``: operators see at once if
-something starts making cyclic garbage. REST requests and socket lives make none (1 Dec 2026:
-``tests/runtime/test_cyclic_garbage.py``), so what waits between collections is small; a full
-collection walks only what was made since start: 10-18 ms for 50 live Conquest matches and 200
-sockets (~55,000 objects), against 155 ms with the start-up objects not frozen.
-``full_seconds = 0`` keeps CPython's automatic collector with ``thresholds`` instead.
+collections run on this policy's own clock, in two kinds:
+
+- a **young** collection every ``full_seconds``, or sooner when ``growth_objects`` more container
+  objects are alive than after the last one (CPython keeps that count, ``gc.get_count()[0]``, even
+  while the collector is disabled). It walks only what was made since the previous collection and
+  then freezes the survivors (``gc.freeze``), so its pause is bounded by ``growth_objects`` (~0.2-0.3
+  µs per object: 5-10 ms for 20,000), however many matches the node holds. Until 1 Dec 2026 every
+  collection walked everything made since start: ~150 ms with ~750 live matches (bench/server.md);
+- a **deep** collection every ``deep_seconds`` (``GC_DEEP_SECONDS``; 0: never): everything is
+  unfrozen and walked once (the old pause), for the cycles of objects that were frozen while alive
+  and died later (a match that ended: it leaves almost none, measured in ``docs/decisions.md``).
+
+Each collection is logged with its kind, pause and what it freed, and counted in
+``bannerfall_gc_pause_seconds`` / ``bannerfall_gc_collected_objects``; the frozen part is
+``bannerfall_gc_frozen_objects``: operators see at once if something starts making cyclic garbage
+or the frozen part grows without bound. REST requests and socket lives make none (1 Dec 2026:
+``tests/runtime/test_cyclic_garbage.py``). ``full_seconds = 0`` keeps CPython's automatic collector
+with ``thresholds`` instead.
 """
 from __future__ import annotations
 
@@ -38,19 +46,23 @@ __all__ = ["GcPolicy"]
 class GcPolicy:
     """Start with :meth:`start` once the server has made its long-lived objects; :meth:`stop` gives
     the collector back to CPython (``gc.enable``). ``thresholds``: "gen0,gen1,gen2" for
-    ``gc.set_threshold`` (used when ``full_seconds`` is 0); ``check_seconds``: how often the growth
-    is looked at. ``metrics``: an :class:`app.metrics.Metrics` or None."""
+    ``gc.set_threshold`` (used when ``full_seconds`` is 0); ``full_seconds`` and ``growth_objects``:
+    when a young collection is due; ``deep_seconds``: between two deep collections (0: never);
+    ``check_seconds``: how often the growth is looked at. ``metrics``: an
+    :class:`app.metrics.Metrics` or None."""
 
     def __init__(self, *, thresholds: str, full_seconds: float, growth_objects: int, metrics: Any = None,
-                 check_seconds: float = 1.0) -> None:
+                 check_seconds: float = 0.1, deep_seconds: float = 0.0) -> None:
         self.thresholds = tuple(int(part) for part in thresholds.split(","))
         self.full_seconds = full_seconds
         self.growth_objects = growth_objects
         self.metrics = metrics
         self.check_seconds = check_seconds
+        self.deep_seconds = deep_seconds
         self.collections = 0
+        self.deep_collections = 0
         self._task: asyncio.Task[None] | None = None
-        self._last = time.monotonic()
+        self._last = self._last_deep = time.monotonic()
 
     def start(self) -> None:
         gc.collect()
@@ -59,7 +71,7 @@ class GcPolicy:
             gc.set_threshold(*self.thresholds)
             return
         gc.disable()
-        self._last = time.monotonic()
+        self._last = self._last_deep = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gc-policy")
 
     async def stop(self) -> None:
@@ -75,26 +87,49 @@ class GcPolicy:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.check_seconds)
-            if self.due():
+            if self.deep_due():
+                self.collect_deep()
+            elif self.due():
                 self.collect()
 
     def due(self) -> bool:
-        """True when a full collection is due: ``full_seconds`` since the last one, or
+        """True when a young collection is due: ``full_seconds`` since the last collection, or
         ``growth_objects`` more live container objects than after it."""
         return (time.monotonic() - self._last >= self.full_seconds
                 or gc.get_count()[0] >= self.growth_objects)
 
+    def deep_due(self) -> bool:
+        """True when a deep collection is due (``deep_seconds`` since the last one; never if 0)."""
+        return self.deep_seconds > 0 and time.monotonic() - self._last_deep >= self.deep_seconds
+
     def collect(self) -> int:
-        """One full collection now; returns the objects it freed (logged and counted)."""
+        """One young collection now: the objects made since the previous collection are walked, and
+        the survivors frozen. Returns the objects it freed (logged and counted)."""
+        return self._collect(deep=False)
+
+    def collect_deep(self) -> int:
+        """One deep collection now: everything is unfrozen, walked, and the survivors frozen again.
+        Returns the objects it freed."""
+        return self._collect(deep=True)
+
+    def _collect(self, *, deep: bool) -> int:
         grown = gc.get_count()[0]
         start = time.perf_counter()
+        if deep:
+            gc.unfreeze()
         freed = gc.collect()
+        gc.freeze()
         pause = time.perf_counter() - start
         self._last = time.monotonic()
+        if deep:
+            self._last_deep = self._last
+            self.deep_collections += 1
         self.collections += 1
+        frozen = gc.get_freeze_count()
         if self.metrics is not None:
             self.metrics.gc_pause.observe(pause)
             self.metrics.gc_collected.inc(freed)
-        log.info("full garbage collection: %.1f ms, %d objects freed, %d more live objects than after the "
-                 "previous one", pause * 1000, freed, grown)
+            self.metrics.gc_frozen.set(frozen)
+        log.info("%s garbage collection: %.1f ms, %d objects freed, %d more live objects than after the "
+                 "previous one, %d frozen", "deep" if deep else "young", pause * 1000, freed, grown, frozen)
         return freed

@@ -158,7 +158,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # the collector's sight, and full collections run on the policy's own clock, not at every
         # growth of the heap: those were stalling the loop (app/gcpolicy.py, bench/server.md).
         gc_policy = GcPolicy(thresholds=settings.gc_thresholds, full_seconds=settings.gc_full_seconds,
-                             growth_objects=settings.gc_growth_objects, metrics=app.state.metrics)
+                             growth_objects=settings.gc_growth_objects, deep_seconds=settings.gc_deep_seconds,
+                             metrics=app.state.metrics)
         gc_policy.start()
         app.state.gc_policy = gc_policy
         log.info("bannerfall node %s ready on %s (%s mode)", settings.node, settings.base_url, backends.mode)

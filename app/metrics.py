@@ -30,6 +30,8 @@ class Metrics:
                                   buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2), registry=r)
         self.gc_collected = Counter("bannerfall_gc_collected_objects", "Objects freed by the cyclic garbage collector",
                                     registry=r)
+        self.gc_frozen = Gauge("bannerfall_gc_frozen_objects",
+                               "Objects the collector no longer walks (gc.freeze; app/gcpolicy.py)", registry=r)
         self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)

@@ -94,8 +94,9 @@ GAME_OPTIONS: dict[str, dict[str, Any]] = {
 #: 87–125; Conquest 269, range 117–563). Provinces (``max_rounds`` 1000) does not end in a run.
 MATCH_ACTIONS: dict[str, float] = {"conquest": 270.0, "warrior": 107.0}
 #: the closed-loop rate ``--spares auto`` plans for: at most this many actions/s on the server's core
-#: (the quiet run of 1 Dec 2026 played 650–770/s while every slot still had a match) ...
-EXPECTED_RATE = 1000.0
+#: (with 4 bot generators, 1 Dec 2026: Warrior 2,250/s, Conquest 2,000/s; with one generator, the
+#: generator was the limit: 650–770/s) ...
+EXPECTED_RATE = 2500.0
 #: ... and at most this many per match (one action in flight per match: up to 177/s seen with 4 matches)
 EXPECTED_RATE_PER_MATCH = 250.0
 #: spares = margin × the matches the phases are expected to finish (match lengths vary, see above)
@@ -374,8 +375,12 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         cfg = {"url": server.url.replace("http://", "ws://"), "matches": specs, "spares": spares, "game": game,
                "deflate": False, "parse": "actor", "dealing_per_turn": 1, "connect_concurrency": 32, "bot_seed": 1,
                "full_states": args.full_states}
-        gens.append(bs.Generator(kind, cfg, args.generator_core, work, hash(game) % 1000))
-        ready = gens[0].read_event("ready")
+        n_gens = max(1, min(args.bot_generators, len(specs))) if kind == "bots" else 1
+        for i in range(n_gens):  # each its share of the matches and spares, all on the generator core
+            part = {**cfg, "matches": specs[i::n_gens], "spares": spares[i::n_gens], "bot_seed": 1 + i}
+            gens.append(bs.Generator(kind, part, args.generator_core, work, hash(game) % 1000 + i))
+        readies = [g.read_event("ready") for g in gens]
+        ready = {**readies[0], "sockets": sum(r["sockets"] for r in readies)}
         time.sleep(0.3)
         rss_sockets = bs.proc_rss_kb(server.pid)
         t_connected = time.monotonic()
@@ -414,6 +419,9 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             "p99_ms_half_load": phases["open"]["latency"]["p99_ms"] if "open" in phases else None,
             "p99_ms_half_load_from_schedule": (phases["open"].get("sched_latency") or {}).get("p99_ms") if "open" in phases else None,
             "loop_lag_max_ms": max(lags) if lags else None,
+            # the generators' own loop lag at half load: how much of p99_ms_half_load is theirs
+            "generators": len(gens),
+            "loadgen_loop_lag_half_load": phases["open"].get("loadgen_loop_lag") if "open" in phases else None,
             "loop_half_seconds_over_20ms": sum(p["loop_lag"]["half_seconds_over_20ms"] for p in measured if p.get("loop_lag")),
             "gc_max_pause_ms": gc_max, "gc_total_ms": round(gc_total, 1),
             # the memory columns: bench_memory.py's measurement, after the mode's phases (add_memory)
@@ -600,6 +608,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "enough for the phases at the expected rate, see MATCH_ACTIONS)")
     ap.add_argument("--create-concurrency", type=int, default=16,
                     help="REST requests in flight while making matches (32 and 64 were slower: SQLite lock waits)")
+    ap.add_argument("--bot-generators", type=int, default=4,
+                    help="Conquest and Warrior: bot generator processes (Python), each with its share of the matches, "
+                         "all on the generator core; more processes keep one bot's decision from delaying other "
+                         "matches' acks (their own loop lag is reported: loadgen_loop_lag)")
     ap.add_argument("--rooms", type=int, default=50, help="reference rooms of 4 clients")
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")

@@ -361,11 +361,22 @@ class Generator:
             self.proc.kill()
 
 
+def genbase_summary(values: list[float]) -> dict[str, Any]:
+    """:func:`bench/loadgen/genbase.summary` (the generators' latency summary) over merged samples."""
+    if str(LOADGEN_DIR) not in sys.path:
+        sys.path.insert(0, str(LOADGEN_DIR))
+    from genbase import summary  # type: ignore[import-not-found]  # noqa: PLC0415 - the generators' module
+
+    return summary(values)
+
+
 def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Sum counters of several generators; latency percentiles are not mergeable, so the worst one is kept."""
-    if len(results) == 1:
-        return results[0]
+    """Sum counters of several generators; latency percentiles from all their samples (the worst
+    generator's when one sent no samples: the Node generator). The samples are dropped from the result."""
+    samples = {key: [r.pop(f"{key}_samples", None) for r in results] for key in ("latency", "sched_latency")}
     out = dict(results[0])
+    if len(results) == 1:
+        return out
     for key in ("sent", "acked", "acked_in_window", "acks_per_s", "sent_per_s", "bytes_in_window",
                 "matches_ended", "loadgen_cpu_s", "max_backlog"):
         out[key] = sum(r[key] for r in results)
@@ -394,9 +405,16 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     total = sum(out["messages_in_window"].values())
     out["messages_per_ack"] = total / max(1, out["acked_in_window"])
     for key in ("latency", "sched_latency"):
-        if out.get(key):
+        if out.get(key) and all(s is not None for s in samples[key]):  # exact percentiles of all samples
+            out[key] = genbase_summary([x for s in samples[key] for x in s or ()])
+        elif out.get(key):
             out[key] = max((r[key] for r in results), key=lambda s: s.get("p99_ms") or 0)
             out[key]["note"] = "worst of the generators"
+    lags = [r["loadgen_loop_lag"] for r in results if r.get("loadgen_loop_lag")]
+    if lags:
+        out["loadgen_loop_lag"] = {"max_ms": max(g["max_ms"] or 0 for g in lags),
+                                   "p99_ms": max(g["p99_ms"] or 0 for g in lags),
+                                   "over_10ms": sum(g["over_10ms"] for g in lags), "generators": len(lags)}
     return out
 
 

@@ -131,3 +131,28 @@ def test_memory_matches_0_skips_the_measurement(monkeypatch: pytest.MonkeyPatch,
     assert row["kb_per_live_match"] is None and row["memory"] is None
     assert {c["key"]: c["pass"] for c in matrix.targets({}, [row], None)}["match"] is None
     assert "not measured" in matrix.memory_note(args)
+
+
+def _generator_result(latencies: list[float], lag_max: float) -> dict[str, Any]:
+    return {"sent": len(latencies), "acked": len(latencies), "acked_in_window": len(latencies),
+            "acks_per_s": 1.0, "sent_per_s": 1.0, "bytes_in_window": 10, "matches_ended": 0,
+            "loadgen_cpu_s": 1.0, "max_backlog": 0, "messages_in_window": {"ack": len(latencies)},
+            "latency": {"p99_ms": max(latencies)}, "latency_samples": latencies, "sched_latency": None,
+            "sched_latency_samples": None,
+            "loadgen_loop_lag": {"max_ms": lag_max, "p99_ms": lag_max / 2, "over_10ms": int(lag_max > 10)}}
+
+
+def test_several_bot_generators_give_percentiles_of_all_their_samples():
+    """The matrix splits Conquest and Warrior over several generator processes (``--bot-generators``):
+    their latencies are merged sample by sample (not the worst generator's p99), the samples do not
+    stay in the result, and the generators' own loop lag is reported beside them."""
+    bench_server = sys.modules["bench_server"]
+    fast = [1.0] * 990  # one generator: 990 acks at 1 ms
+    slow = [50.0] * 10  # the other: 10 acks at 50 ms (1 % of all)
+    merged = bench_server.merge_results([_generator_result(fast, 3.0), _generator_result(slow, 12.0)])
+    assert merged["latency"]["n"] == 1000
+    assert merged["latency"]["p99_ms"] == 1.0  # nearest rank: the 990th of 1,000
+    assert merged["latency"]["p999_ms"] == 50.0
+    assert "latency_samples" not in merged
+    assert merged["loadgen_loop_lag"] == {"max_ms": 12.0, "p99_ms": 6.0, "over_10ms": 1, "generators": 2}
+    assert matrix.parse_args(["--games", "warrior"]).bot_generators == 4

@@ -112,6 +112,35 @@ class Phase:
         self.errors[code] = self.errors.get(code, 0) + 1
 
 
+class LagMonitor:
+    """The generator's own event-loop lag: a 5 ms ticker notes how late it runs. A late tick means
+    this process was busy (a bot deciding, a patch applied) while acks may have been waiting in its
+    sockets, so its ack latencies include that much of its own delay (reported beside them)."""
+
+    period = 0.005
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._next = 0.0
+
+    def start(self) -> None:
+        self._next = now() + self.period
+        asyncio.get_running_loop().call_at(asyncio.get_running_loop().time() + self.period, self._tick)
+
+    def _tick(self) -> None:
+        t = now()
+        self.lags.append(max(0.0, (t - self._next) * 1000))
+        self._next = t + self.period
+        asyncio.get_running_loop().call_later(self.period, self._tick)
+
+    def take(self) -> dict[str, Any]:
+        """Summary (ms) of the lags since the last call; resets."""
+        lags, self.lags = self.lags, []
+        s = summary(lags)
+        return {"max_ms": s["max_ms"], "p99_ms": s["p99_ms"], "over_10ms": sum(1 for x in lags if x > 10)}
+
+
+lag_monitor = LagMonitor()
 phase: Phase | None = None
 idle: deque[Any] = deque()
 quitting = False
@@ -418,6 +447,10 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
             "spectator_messages_in_window": spec_msgs, "spectator_resumes": p.spec_resumes,
             "latency": summary(p.lat),
             "sched_latency": summary(p.sched_lat) if p.mode == "open" else None, "max_backlog": p.max_backlog,
+            # every sample (ms, rounded to µs) so that several generators' percentiles can be merged
+            "latency_samples": [round(x, 3) for x in p.lat],
+            "sched_latency_samples": [round(x, 3) for x in p.sched_lat] if p.mode == "open" else None,
+            "loadgen_loop_lag": lag_monitor.take(),
             "in_flight_left": busy, "loadgen_cpu_s": cpu,
             "loadgen_event_loop_utilization": None, **slot_info}
 
@@ -454,6 +487,7 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
         await asyncio.gather(*(guarded_spectator(spec["match"], toks[i % len(toks)]) for i in range(spec["count"])))
     for i, m in enumerate(slots):
         m.slot, m.live = i, True
+    lag_monitor.start()
     out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "spectators": len(spectator_sockets),
          "connect_s": now() - t0, "deflate_negotiated": deflated[0], "deltas_requested": deltas_wanted(),
          "spares": len(pool)})
@@ -468,6 +502,7 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
             continue
         cmd = json.loads(line)
         if cmd["cmd"] == "run":
+            lag_monitor.take()
             out(await run(cmd, slots, before))
         elif cmd["cmd"] == "quit":
             break

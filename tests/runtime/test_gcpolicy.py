@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 from app.gcpolicy import GcPolicy
 from app.metrics import Metrics
@@ -36,6 +37,46 @@ def test_a_full_collection_frees_cycles_and_is_counted(gc_state):
     assert policy.collections == 1
     assert metrics.registry.get_sample_value("bannerfall_gc_collected_objects_total") >= 2
     assert metrics.registry.get_sample_value("bannerfall_gc_pause_seconds_count") == 1
+
+
+def test_a_young_collection_walks_only_what_was_made_since_the_previous_one(gc_state):
+    """Survivors of a collection are frozen (``gc.freeze``): the next young collection does not walk
+    them, so its pause stays bounded by the growth however many matches the node holds; a cycle that
+    died after being frozen is freed by the next deep collection (everything unfrozen once)."""
+    metrics = Metrics()
+    policy = GcPolicy(thresholds="20000,20,50", full_seconds=600, growth_objects=10**9, metrics=metrics)
+    gc.disable()
+    gc.collect()
+    old_a, old_b = Node(), Node()
+    old_a.other, old_b.other = old_b, old_a
+    policy.collect()  # the pair is alive: frozen with the other survivors
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    assert metrics.registry.get_sample_value("bannerfall_gc_frozen_objects") == frozen
+    del old_a, old_b  # the frozen pair is now cyclic garbage
+    young_a, young_b = Node(), Node()
+    young_a.other, young_b.other = young_b, young_a
+    del young_a, young_b  # a young cycle
+    freed_young = policy.collect()
+    assert 2 <= freed_young < 4  # the young pair, not the frozen one (each Node: the object; __dict__ inline)
+    assert policy.collect() == 0
+    assert policy.collect_deep() >= 2  # the old pair
+    assert policy.deep_collections == 1 and policy.collections == 4
+    assert gc.get_freeze_count() > 0  # the survivors are frozen again
+
+
+def test_a_deep_collection_is_due_by_its_own_clock(gc_state):
+    policy = GcPolicy(thresholds="20000,20,50", full_seconds=600, growth_objects=10**9, deep_seconds=3600)
+    gc.disable()
+    assert not policy.deep_due()
+    policy.deep_seconds = 0.0001
+    time.sleep(0.001)
+    assert policy.deep_due()
+    policy.collect_deep()
+    policy.deep_seconds = 3600
+    assert not policy.deep_due()
+    policy.deep_seconds = 0  # never
+    assert not policy.deep_due()
 
 
 def test_a_collection_is_due_by_time_or_by_growth(gc_state):
@@ -83,7 +124,8 @@ def test_the_periodic_policy_is_the_default(gc_state, tmp_path):
     from app.config import Settings
 
     settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/b.db")
-    assert settings.gc_full_seconds == 60 and settings.gc_growth_objects == 300_000
+    assert settings.gc_full_seconds == 60 and settings.gc_growth_objects == 20_000
+    assert settings.gc_deep_seconds == 3600
 
     async def scenario() -> None:
         policy = GcPolicy(thresholds=settings.gc_thresholds, full_seconds=settings.gc_full_seconds,
