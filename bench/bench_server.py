@@ -436,7 +436,9 @@ def cb(phase, info):
     else:
         ms = (time.perf_counter() - start[0]) * 1000
         cpu_ms = (time.thread_time() - start[1]) * 1000
-        tracked = len(gc.get_objects()) if info['generation'] == 2 else -1
+        # the objects this collection walked and kept (not the frozen ones): a list of every tracked
+        # object here, with the GIL held, would stall the loop as long as a collection
+        tracked = len(gc.get_objects(2)) if info['generation'] == 2 else -1
         out.write('%.3f %d %.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms,
                                                   info['collected']))
 gc.callbacks.append(cb)
