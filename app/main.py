@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         manager.bind(cluster)
         wallets = WalletRepository(engine)
         settler = Settler(wallets, sweep_seconds=settings.settle_sweep_seconds)
-        ratings = RatingsRepository(engine)
+        ratings = RatingsRepository(engine, writer=repo.log_committer)  # SQLite: rated on its thread
         rater = Rater(ratings, sweep_seconds=settings.rating_sweep_seconds)
 
         def match_ended(match: MatchRow) -> None:  # specials settled and ratings changed, once each

@@ -5,10 +5,10 @@ The interface the matchmaker reads: :class:`RatingsRepository` ``rating(player_i
 ``ratings(player_ids, game)`` returning :class:`Rating`; a player without a row has the openskill
 default (mu 25, sigma 25/3, ordinal mu - 3 sigma = 0).
 
-Exactly once: :meth:`RatingsRepository.rate_match` inserts the match's ``match_ratings`` marker
-(``ON CONFLICT DO NOTHING``) and, only if that insert took, writes the new ratings and one
-``rating_changes`` row per player (primary key ``(match_id, player_id)``) in the same transaction.
-A replayed end, a retry, a sweep or a second node that sees the same end finds the marker and
+Exactly once: :meth:`RatingsRepository.rate_match` (:func:`rate_match_sync`) inserts the match's
+``match_ratings`` marker (``ON CONFLICT DO NOTHING``) and, only if that insert took, writes the new
+ratings and one ``rating_changes`` row per player (primary key ``(match_id, player_id)``) in the
+same transaction. A replayed end, a retry, a sweep or a second node that sees the same end finds the marker and
 changes nothing. Aborted matches are marked and rate nobody.
 
 Bots (``docs/decisions.md``): a bot seat takes part in the computation at the default rating and is
@@ -20,13 +20,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.paging import decode_cursor, encode_cursor
+from app.db.sqlite_log import SqliteLogCommitter
 from app.db.tables import ENDED, accounts_t, changes_t, in_list, marks_t, matches_t, players_t, ratings_t
 
 DEFAULT_MU = 25.0
@@ -59,12 +61,6 @@ _RATINGS_LOCKED = _RATINGS_ORDERED.with_for_update()
 DEFAULT_RATING = Rating(DEFAULT_MU, DEFAULT_SIGMA, ordinal(DEFAULT_MU, DEFAULT_SIGMA), 0, 0)
 
 
-def _model():
-    from openskill.models import PlackettLuce
-
-    return PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
-
-
 def match_ranks(match: Mapping[str, Any]) -> list[int] | None:
     """The 1-based rank of every seat from ``match["outcome"]["ranks"]`` (``{"<seat>": rank}``), or
     None when the outcome does not rank every seat."""
@@ -78,14 +74,105 @@ def match_ranks(match: Mapping[str, Any]) -> list[int] | None:
     return out if len(out) >= 2 else None
 
 
+#: the statements of :func:`rate_match_sync`, built once per dialect (``ON CONFLICT`` is dialect
+#: specific) and executed with parameters: statements built per match left bound parameters in
+#: reference cycles (``app.db.tables.in_list``)
+_MARK_RATED = update(marks_t).where(marks_t.c.match_id == bindparam("m_id"))
+#: the SET values ``mu``, ``sigma``, ``ordinal``, ``updated_at`` come with the parameters
+_UPDATE_RATING = update(ratings_t).where(
+    ratings_t.c.player_id == bindparam("pid"), ratings_t.c.game == bindparam("g")).values(
+    matches=ratings_t.c.matches + 1, wins=ratings_t.c.wins + bindparam("won"))
+_INSERT_CHANGES = changes_t.insert()
+
+
+@dataclass(frozen=True)
+class _Inserts:
+    marker: Any
+    ratings: Any
+
+
+def _inserts(insert: Any) -> _Inserts:
+    return _Inserts(marker=insert(marks_t).on_conflict_do_nothing(index_elements=["match_id"]),
+                    ratings=insert(ratings_t).on_conflict_do_nothing(index_elements=["player_id", "game"]))
+
+
+_INSERTS = {"postgresql": _inserts(postgresql.insert), "sqlite": _inserts(sqlite.insert)}
+
+
+def _model():
+    from openskill.models import PlackettLuce
+
+    return PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
+
+
+def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float) -> int | None:
+    """The transaction of :meth:`RatingsRepository.rate_match` (same result) on a sync
+    connection inside a transaction the caller begins and ends: the ``match_ratings`` marker
+    (``ON CONFLICT DO NOTHING``: None if it was there), and only if it took, the default rows of
+    new players, their current ratings (Postgres: ``FOR UPDATE``, so two matches of one player
+    ending together chain), the new ratings, one ``rating_changes`` row per player and the
+    marker's count."""
+    dialect = conn.dialect.name
+    inserts = _INSERTS[dialect]
+    res = conn.execute(inserts.marker, {"match_id": match["id"], "rated": 0, "rated_at": now})
+    if res.rowcount != 1:
+        return None
+    ranks = match_ranks(match) if match["status"] == "finished" else None
+    seats = list(match.get("seats") or [])
+    if ranks is None or len(seats) != len(ranks):
+        return 0
+    humans: dict[str, int] = {}  # player -> its first seat (one rating change per player)
+    for seat, info in enumerate(seats):
+        pid = info.get("player_id")
+        if pid and not info.get("bot") and pid not in humans:
+            humans[pid] = seat
+    if not humans:
+        return 0
+    game = match["game"]
+    ids = sorted(humans)
+    conn.execute(inserts.ratings, [
+        {"player_id": pid, "game": game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
+         "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "updated_at": now}
+        for pid in ids])
+    # Postgres: two matches of one player ending together: one waits
+    q = _RATINGS_LOCKED if dialect == "postgresql" else _RATINGS_ORDERED
+    current = {r.player_id: r for r in conn.execute(q, {"game": game, "ids": ids}).all()}
+    model = _model()
+    by_seat = {seat: pid for pid, seat in humans.items()}
+    teams = []
+    for seat in range(len(seats)):
+        pid = by_seat.get(seat)
+        if pid is not None:
+            teams.append([model.rating(mu=current[pid].mu, sigma=current[pid].sigma)])
+        else:  # a bot, an empty seat or a second seat of the same player: the default
+            teams.append([model.rating()])
+    new = model.rate(teams, ranks=[float(r) for r in ranks])
+    best = min(ranks)
+    rating_rows, change_rows = [], []
+    for pid, seat in humans.items():
+        before, after = current[pid], new[seat][0]
+        rating_rows.append({"pid": pid, "g": game, "won": 1 if ranks[seat] == best else 0, "mu": after.mu,
+                            "sigma": after.sigma, "ordinal": ordinal(after.mu, after.sigma), "updated_at": now})
+        change_rows.append({
+            "match_id": match["id"], "player_id": pid, "game": game, "seat": seat, "rank": ranks[seat],
+            "mu_before": before.mu, "sigma_before": before.sigma, "mu_after": after.mu,
+            "sigma_after": after.sigma, "ordinal_after": ordinal(after.mu, after.sigma),
+            "created_at": now})
+    conn.execute(_UPDATE_RATING, rating_rows)
+    conn.execute(_INSERT_CHANGES, change_rows)
+    conn.execute(_MARK_RATED, {"m_id": match["id"], "rated": len(humans)})
+    return len(humans)
+
+
 class RatingsRepository:
-    """Ratings, rating changes and the leaderboard over one :class:`AsyncEngine`."""
+    """Ratings, rating changes and the leaderboard over one :class:`AsyncEngine`.
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    ``writer``: SQLite's log committer (``Repository.log_committer``), through which
+    :meth:`rate_match` writes; None: every transaction on the engine (Postgres; readers)."""
+
+    def __init__(self, engine: AsyncEngine, *, writer: SqliteLogCommitter | None = None) -> None:
         self.engine = engine
-
-    def _insert(self, table):
-        return (postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)(table)
+        self.writer = writer
 
     # -- the matchmaker's interface -------------------------------------------------------------
     async def rating(self, player_id: str, game: str) -> Rating:
@@ -111,62 +198,20 @@ class RatingsRepository:
         Returns the number of players whose rating changed (0 for an aborted match, a match without
         a full ranking or without humans), or None if the match was rated already or has not ended.
         Ranks come from ``outcome.ranks`` (1 = best, equal ranks a draw); Plackett-Luce, 2-6 seats.
+
+        The transaction is :func:`rate_match_sync`. On SQLite with the log committer (``writer``)
+        it runs whole on the committer's thread and connection, between two group commits, so the
+        write lock is never held across event-loop turns (issue 11: a rating held it 10-30 ms on a
+        busy loop while the group commit waited for it); otherwise (Postgres, SQLite in memory) on
+        the engine, in ``run_sync``.
         """
         if match.get("status") not in ("finished", "aborted"):
             return None
         now = time.time()
+        if self.writer is not None:
+            return await self.writer.run(partial(rate_match_sync, match=match, now=now))
         async with self.engine.begin() as conn:
-            res = await conn.execute(self._insert(marks_t).values(
-                match_id=match["id"], rated=0, rated_at=now).on_conflict_do_nothing(index_elements=["match_id"]))
-            if res.rowcount != 1:
-                return None
-            ranks = match_ranks(match) if match["status"] == "finished" else None
-            seats = list(match.get("seats") or [])
-            if ranks is None or len(seats) != len(ranks):
-                return 0
-            humans: dict[str, int] = {}  # player -> its first seat (one rating change per player)
-            for seat, info in enumerate(seats):
-                pid = info.get("player_id")
-                if pid and not info.get("bot") and pid not in humans:
-                    humans[pid] = seat
-            if not humans:
-                return 0
-            game = match["game"]
-            ids = sorted(humans)
-            await conn.execute(self._insert(ratings_t).values([
-                {"player_id": pid, "game": game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
-                 "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "updated_at": now}
-                for pid in ids]).on_conflict_do_nothing(index_elements=["player_id", "game"]))
-            # Postgres: two matches of one player ending together: one waits
-            q = _RATINGS_LOCKED if self.engine.dialect.name == "postgresql" else _RATINGS_ORDERED
-            current = {r.player_id: r for r in (await conn.execute(q, {"game": game, "ids": ids})).all()}
-            model = _model()
-            by_seat = {seat: pid for pid, seat in humans.items()}
-            teams = []
-            for seat in range(len(seats)):
-                pid = by_seat.get(seat)
-                if pid is not None:
-                    teams.append([model.rating(mu=current[pid].mu, sigma=current[pid].sigma)])
-                else:  # a bot, an empty seat or a second seat of the same player: the default
-                    teams.append([model.rating()])
-            new = model.rate(teams, ranks=[float(r) for r in ranks])
-            best = min(ranks)
-            change_rows = []
-            for pid, seat in humans.items():
-                before, after = current[pid], new[seat][0]
-                won = 1 if ranks[seat] == best else 0
-                await conn.execute(update(ratings_t).where(
-                    ratings_t.c.player_id == pid, ratings_t.c.game == game).values(
-                    mu=after.mu, sigma=after.sigma, ordinal=ordinal(after.mu, after.sigma),
-                    matches=ratings_t.c.matches + 1, wins=ratings_t.c.wins + won, updated_at=now))
-                change_rows.append({
-                    "match_id": match["id"], "player_id": pid, "game": game, "seat": seat, "rank": ranks[seat],
-                    "mu_before": before.mu, "sigma_before": before.sigma, "mu_after": after.mu,
-                    "sigma_after": after.sigma, "ordinal_after": ordinal(after.mu, after.sigma),
-                    "created_at": now})
-            await conn.execute(changes_t.insert(), change_rows)
-            await conn.execute(update(marks_t).where(marks_t.c.match_id == match["id"]).values(rated=len(humans)))
-        return len(humans)
+            return await conn.run_sync(rate_match_sync, match, now)
 
     async def unrated_matches(self, limit: int = 200) -> list[dict[str, Any]]:
         """Ended matches (finished or aborted) that have no ``match_ratings`` marker yet, oldest first."""

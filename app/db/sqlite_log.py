@@ -11,6 +11,11 @@ time goes").
 Same contract as the SQLAlchemy path: the rows land in one transaction or none; a match whose fence
 fails is refused (its rows not inserted); driver errors come out as SQLAlchemy's
 ``IntegrityError``/``OperationalError``/``DBAPIError`` so the log writer's retry rules apply unchanged.
+
+Other short write transactions that must not hold SQLite's write lock across event-loop turns run
+here too, serialized with the group commits (:meth:`SqliteLogCommitter.run`: rating a match,
+``app.db.ratings``): through SQLAlchemy and aiosqlite each of their statements is an await, and
+from their first write to COMMIT the group commit could not take the lock (issue 11: the p99 ack).
 """
 from __future__ import annotations
 
@@ -20,10 +25,12 @@ import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import StaticPool
 
 if TYPE_CHECKING:
     from app.db.repo import MatchWrite
@@ -33,6 +40,9 @@ FENCE_CHUNK = 500
 _INSERT = ("INSERT INTO match_actions (match_id, seq, seat, kind, action, client_seq, deadlines, created_at) "
            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _END = "UPDATE matches SET status = ?, outcome = ?, ended_at = ? WHERE id = ?"
+
+
+T = TypeVar("T")
 
 
 def fence_sql(n: int) -> str:
@@ -66,6 +76,8 @@ class SqliteLogCommitter:
             SimpleQueue()
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
+        #: a sync SQLAlchemy engine over ``_conn`` for :meth:`run` (made at its first use)
+        self._engine: Engine | None = None
         self._lock = threading.Lock()
 
     def _run_thread(self) -> None:
@@ -133,6 +145,39 @@ class SqliteLogCommitter:
                 raise
         return {g.match_id for g in ordered} - accepted
 
+    def _sync_engine(self) -> Engine:
+        """A sync SQLAlchemy engine whose one connection is the committer's own (``StaticPool``,
+        ``creator``), used only on the committer's thread under ``_lock``. The ``sqlite3``
+        connection is in autocommit mode (``isolation_level=None``: the driver never begins a
+        transaction by itself), so the engine's ``begin`` emits ``BEGIN IMMEDIATE``: the transaction
+        takes the write lock at once (no lock upgrade that could fail with "database is locked"
+        midway) and SQLAlchemy's COMMIT/ROLLBACK end it (``sqlite3`` commits or rolls back an
+        explicit transaction even in autocommit mode)."""
+        if self._engine is None:
+            engine = create_engine("sqlite://", creator=self._connection, poolclass=StaticPool)
+
+            @event.listens_for(engine, "begin")
+            def _begin_immediate(conn: Connection) -> None:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+            self._engine = engine
+        return self._engine
+
+    def _run_sync(self, fn: Callable[[Connection], T]) -> T:
+        with self._lock:
+            with self._sync_engine().begin() as conn:
+                return fn(conn)
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` (a sync SQLAlchemy :class:`~sqlalchemy.Connection`) in one
+        transaction on the committer's thread and connection, between two group commits; commit
+        if it returns, roll back if it raises. Returns its result. SQLite's write lock is held only
+        while ``fn`` runs (synchronously: no event-loop turns), and the group commits never wait
+        for it on the lock: they run before or after it on the same thread. ``fn`` must be short
+        (the group commits queued behind it wait) and must not end the transaction itself. Errors come out as SQLAlchemy
+        raises them (``IntegrityError``, ``OperationalError``, ...)."""
+        return await self._submit(partial(self._run_sync, fn))
+
     async def commit(self, ordered: Sequence[MatchWrite]) -> set[str]:
         """Fence, insert and commit ``ordered`` (sorted by match id, consecutive rows) in one
         transaction on the committer's thread. Returns the ids of the refused matches."""
@@ -153,6 +198,9 @@ class SqliteLogCommitter:
             self._jobs.put(None)
             thread.join()
         with self._lock:
+            engine, self._engine = self._engine, None
+            if engine is not None:
+                engine.dispose()  # closes the pool's hold on the connection (closed below in any case)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

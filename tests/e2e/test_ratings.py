@@ -7,22 +7,27 @@ would have); the end-to-end test plays a real match on a real ``bannerfall serve
 from __future__ import annotations
 
 import asyncio
+import collections
+import gc
+import threading
 import time
 import uuid
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import func, select, update
 
 from app.client import MatchSocket, RestClient
 from app.client.socket import play
+from app.db import ratings as ratings_db
 from app.db.database import make_engine
-from app.db.migrate import upgrade
+from app.db.migrate import upgrade, upgrade_async
 from app.db.paging import BadCursor
 from app.db.ratings import DEFAULT_RATING, RatingsRepository, ordinal
-from app.db.repo import Repository
-from app.db.tables import matches_t
+from app.db.repo import MatchWrite, Repository
+from app.db.tables import actions_t, marks_t, matches_t, ratings_t
 from app.ratings import Rater
 from app.runtime.bots import make_bot
 from tests.conftest import ServerProcess, make_db_url
@@ -41,8 +46,16 @@ def rating_db(request, tmp_path_factory):
 
 @pytest.fixture
 async def two_nodes(rating_db):
+    """A repository and two nodes' ratings. On SQLite the first node rates through its log
+    committer's thread (as ``bannerfall serve`` does), the second through its engine (the path of
+    SQLite without a committer), so both paths and their interplay are covered."""
     engines = [make_engine(rating_db), make_engine(rating_db)]
-    yield Repository(engines[0]), [RatingsRepository(e) for e in engines]
+    repos = [Repository(e) for e in engines]
+    if rating_db.startswith("sqlite"):
+        assert repos[0].log_committer is not None
+    yield repos[0], [RatingsRepository(engines[0], writer=repos[0].log_committer), RatingsRepository(engines[1])]
+    for r in repos:
+        await r.aclose()
     for e in engines:
         await e.dispose()
 
@@ -206,6 +219,133 @@ async def test_leaderboard_cursor_is_stable_under_inserts(two_nodes):
 
 
 # -- end to end: a real match on a real server ---------------------------------------------------
+
+# -- SQLite: rating on the log committer's thread (issue 11: no write lock across loop turns) --------
+@pytest.fixture
+async def embedded(tmp_path):
+    """SQLite in a file, as ``bannerfall serve`` has it: ratings written through the repository's
+    log committer."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'embedded.db'}"
+    await upgrade_async(url)
+    engine = make_engine(url)
+    repo = Repository(engine)
+    assert repo.log_committer is not None
+    yield repo, RatingsRepository(engine, writer=repo.log_committer)
+    await repo.aclose()
+    await engine.dispose()
+
+
+async def _count(repo: Repository, table, *where) -> int:
+    async with repo.engine.connect() as conn:
+        return (await conn.execute(select(func.count()).select_from(table).where(*where))).scalar_one()
+
+
+async def test_on_sqlite_a_match_is_rated_in_one_job_on_the_log_committers_thread(embedded, monkeypatch):
+    repo, ratings = embedded
+    p, q = await new_player(repo), await new_player(repo)
+    match = await ended_match(repo, [p, q], [1, 2])
+    seen: list[tuple[str, bool]] = []
+    real = ratings_db.rate_match_sync
+
+    def spy(conn, match, now):
+        assert repo.log_committer is not None
+        seen.append((threading.current_thread().name,
+                     conn.connection.dbapi_connection is repo.log_committer._conn))
+        return real(conn, match, now)
+
+    monkeypatch.setattr(ratings_db, "rate_match_sync", spy)
+    assert await ratings.rate_match(match) == 2
+    assert seen == [("sqlite-log", True)]  # the committer's thread and its own sqlite3 connection
+    assert await ratings.rate_match(match) is None
+    assert (await ratings.rating(p, "provinces")).wins == 1
+
+
+async def test_on_sqlite_a_rating_that_fails_midway_leaves_nothing_and_the_committer_works_on(embedded, monkeypatch):
+    repo, ratings = embedded
+    p, q = await new_player(repo), await new_player(repo)
+    match = await ended_match(repo, [p, q], [2, 1])
+
+    def boom():  # after the marker and the new players' rows were written
+        raise RuntimeError("openskill failed")
+
+    monkeypatch.setattr(ratings_db, "_model", boom)
+    with pytest.raises(RuntimeError, match="openskill failed"):
+        await ratings.rate_match(match)
+    monkeypatch.undo()
+    assert await _count(repo, marks_t, marks_t.c.match_id == match["id"]) == 0
+    assert await _count(repo, ratings_t, ratings_t.c.player_id.in_([p, q])) == 0
+    assert match["id"] in [m["id"] for m in await ratings.unrated_matches()]
+    # a driver error comes out as SQLAlchemy raises it, and is rolled back too (no such player:
+    # the ratings row's foreign key fails after the marker was inserted)
+    ghost = {**match, "seats": [match["seats"][0], {"player_id": "ghost", "name": "g", "bot": None}]}
+    with pytest.raises(sa_exc.IntegrityError):
+        await ratings.rate_match(ghost)
+    assert await _count(repo, marks_t, marks_t.c.match_id == match["id"]) == 0
+    # no transaction was left open on the committer's connection: a group commit and the retry work
+    running = await ended_match(repo, [p, q], [1, 2], status="running")
+    row = {"match_id": running["id"], "seq": 1, "seat": 0, "kind": "act", "action": {"type": "x"},
+           "client_seq": 1, "deadlines": {}, "created_at": time.time()}
+    assert await repo.commit_batch([MatchWrite(running["id"], 0, [row])]) == set()
+    assert await ratings.rate_match(match) == 2
+    assert (await ratings.rating(q, "provinces")).wins == 1
+
+
+async def test_on_sqlite_log_commits_and_ratings_running_together_all_succeed(embedded):
+    repo, ratings = embedded
+    players = [await new_player(repo) for _ in range(8)]
+    pairs = [(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3)]
+    ended = [await ended_match(repo, [players[a], players[b]], [1, 2]) for a, b in pairs]
+    ended += [await ended_match(repo, [players[0], players[3], None], [2, 1, 3]) for _ in range(4)]
+    running = [await ended_match(repo, [players[0], None], [1, 2], status="running") for _ in range(6)]
+    other_node = RatingsRepository(repo.engine)  # through the engine: holds the lock across loop turns
+
+    async def play_log(match_id: str) -> None:
+        for seq in range(1, 21):
+            row = {"match_id": match_id, "seq": seq, "seat": 0, "kind": "act", "action": {"n": seq},
+                   "client_seq": seq, "deadlines": {}, "created_at": time.time()}
+            assert await repo.commit_batch([MatchWrite(match_id, 0, [row])]) == set()
+
+    results = await asyncio.gather(*(play_log(m["id"]) for m in running),
+                                   *(ratings.rate_match(m) for m in ended), *(other_node.rate_match(m) for m in ended))
+    rated = [r for r in results[len(running):] if r is not None]
+    assert sorted(rated) == sorted([2] * 6 + [2] * 4)  # each match once, by one of the two
+    assert await _count(repo, actions_t, actions_t.c.match_id.in_([m["id"] for m in running])) == 20 * len(running)
+    assert await _count(repo, marks_t) == len(ended)
+    p0 = await ratings.rating(players[0], "provinces")
+    assert p0.matches == len(await ratings.changes(player_id=players[0])) == 6
+
+
+async def test_rating_matches_leaves_no_cyclic_garbage_but_openskills(embedded):
+    """The rating transaction's statements are constants (``in_list``): the per-match statements
+    left ~40 objects (BindParameter, _anonymous_label, Comparator, dict, frozenset) in reference
+    cycles per match. What is left is openskill's: its compiled ``_unwind`` closures (called twice
+    per ``rate``) make 4 objects in a cycle each time."""
+    repo, ratings = embedded
+    matches = []
+    for ranks in ([1, 2, 3, 4], [2, 1, 1, 3]) * 5:
+        matches.append(await ended_match(repo, [await new_player(repo) for _ in range(4)], ranks))
+    await ratings.rate_match(matches.pop())  # statements compiled and cached, openskill imported
+    engine_path = RatingsRepository(repo.engine)
+    await engine_path.rate_match(matches.pop())
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        for m in matches[:4]:
+            assert await ratings.rate_match(m) == 4
+        for m in matches[4:]:
+            assert await engine_path.rate_match(m) == 4
+        found = gc.collect()
+        kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert all(k.startswith("openskill.") or k == "builtins.list" for k in kinds), kinds
+    assert found <= 8 * len(matches), kinds
+
 
 def test_a_played_match_changes_ratings_once_and_shows_on_the_leaderboard_and_profile(tmp_path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'rated.db'}"

@@ -36,7 +36,7 @@ RECENT = 10
 def get_ratings(request: Request) -> RatingsRepository:
     state = request.app.state
     if getattr(state, "ratings", None) is None:
-        state.ratings = RatingsRepository(state.repo.engine)
+        state.ratings = RatingsRepository(state.repo.engine, writer=state.repo.log_committer)
     return state.ratings
 
 
