@@ -65,9 +65,12 @@ class Settings(BaseSettings):
     #: Cyclic garbage collections on the server's own clock (app/gcpolicy.py), CPython's automatic
     #: collector being off after start-up: a young collection (what was made since the previous
     #: one, whose survivors are then frozen out of the collector's sight) every this many seconds
-    #: (the default, 60; REST requests and sockets make no cyclic garbage: docs/decisions.md,
-    #: "Garbage collection"). 0: keep CPython's automatic collector, with ``gc_thresholds``.
-    gc_full_seconds: float = Field(60.0, ge=0)
+    #: (the default, 600: a safety net; cyclic garbage is never freed by reference counting, so it
+    #: raises the growth count below and triggers a collection by itself, while steady play, whose
+    #: new state replaces old, does not: a timer of 60 s only walked the ~40,000 live objects of the
+    #: played matches' current states, 20-44 ms, for nothing; docs/decisions.md, "Garbage
+    #: collection"). 0: keep CPython's automatic collector, with ``gc_thresholds``.
+    gc_full_seconds: float = Field(600.0, ge=0)
     #: ... or sooner, when this many more container objects are alive than after the last one: a
     #: young collection's pause is bounded by it (~0.2-0.5 µs per object walked, measured: 5-10 ms).
     gc_growth_objects: int = Field(20_000, ge=1000)

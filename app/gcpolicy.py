@@ -9,13 +9,15 @@ of live container objects grows by its threshold, and walks every object promote
 50 Conquest matches its young-generation collections took up to 25 ms of CPU and its middle ones
 75-120 ms.
 
-With ``full_seconds > 0`` (``GC_FULL_SECONDS``; the default, 60) the automatic collector is off once
+With ``full_seconds > 0`` (``GC_FULL_SECONDS``; the default, 600) the automatic collector is off once
 the server has started (``gc.freeze`` first: the objects made at start are never walked again), and
 collections run on this policy's own clock, in two kinds:
 
-- a **young** collection every ``full_seconds``, or sooner when ``growth_objects`` more container
-  objects are alive than after the last one (CPython keeps that count, ``gc.get_count()[0]``, even
-  while the collector is disabled). It walks only what was made since the previous collection and
+- a **young** collection when ``growth_objects`` more container objects are alive than after the
+  last one, or at the latest every ``full_seconds`` (cyclic garbage is never freed by reference
+  counting, so it raises the count by itself; steady play, whose new state replaces old, does not,
+  and a timer alone would walk its ~40,000 live young objects for nothing; CPython keeps that
+  count, ``gc.get_count()[0]``, even while the collector is disabled). It walks only what was made since the previous collection and
   then freezes the survivors (``gc.freeze``), so its pause is bounded by the growth (~0.3-0.45 µs
   per object walked), however many matches the node holds. The count is a net growth (objects made
   minus objects freed, frozen ones included), so where new state replaces old a collection walks

@@ -119,12 +119,12 @@ def test_zero_seconds_keeps_the_automatic_collector_with_the_thresholds(gc_state
 
 def test_the_periodic_policy_is_the_default(gc_state, tmp_path):
     """REST requests and sockets make no cyclic garbage (tests/runtime/test_cyclic_garbage.py), so a
-    node runs with the automatic collector off and a full collection every minute by default
+    node runs with the automatic collector off and its own collections by default
     (docs/decisions.md, "Garbage collection")."""
     from app.config import Settings
 
     settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/b.db")
-    assert settings.gc_full_seconds == 60 and settings.gc_growth_objects == 20_000
+    assert settings.gc_full_seconds == 600 and settings.gc_growth_objects == 20_000
     assert settings.gc_deep_seconds == 3600
 
     async def scenario() -> None:
