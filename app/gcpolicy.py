@@ -17,8 +17,8 @@ collections run on this policy's own clock, in two kinds:
   last one, or at the latest every ``full_seconds`` (cyclic garbage is never freed by reference
   counting, so it raises the count by itself; steady play, whose new state replaces old, does not,
   and a timer alone would walk its ~40,000 live young objects for nothing; CPython keeps that
-  count, ``gc.get_count()[0]``, even while the collector is disabled). It walks only what was made since the previous collection and
-  then freezes the survivors (``gc.freeze``), so its pause is bounded by the growth (~0.3-0.45 µs
+  count, ``gc.get_count()[0]``, even while the collector is disabled). It walks only what was
+  made since the previous collection and then freezes the survivors (``gc.freeze``), so its pause is bounded by the growth (~0.3-0.45 µs
   per object walked), however many matches the node holds. The count is a net growth (objects made
   minus objects freed, frozen ones included), so where new state replaces old a collection walks
   2-4 times ``growth_objects``: with 20,000, 30,000-75,000 objects, 10-31 ms, under Conquest's
