@@ -18,13 +18,14 @@ collections run on this policy's own clock, in two kinds:
   counting, so it raises the count by itself; steady play, whose new state replaces old, does not,
   and a timer alone would walk its ~40,000 live young objects for nothing; CPython keeps that
   count, ``gc.get_count()[0]``, even while the collector is disabled). It walks only what was
-  made since the previous collection and then freezes the survivors (``gc.freeze``), so its pause is bounded by the growth (~0.3-0.45 µs
-  per object walked), however many matches the node holds. The count is a net growth (objects made
-  minus objects freed, frozen ones included), so where new state replaces old a collection walks
-  2-4 times ``growth_objects``: with 20,000, 30,000-75,000 objects, 10-31 ms, under Conquest's
-  closed loop (10,000: four times as many collections, 4x the collector's CPU, 12-24 ms each: no
-  better, because objects that would soon have died are walked and frozen). Until 1 Dec 2026 every
-  collection walked everything made since start: ~150 ms with ~750 live matches (bench/server.md);
+  made since the previous collection and then freezes the survivors (``gc.freeze``), so its pause
+  is bounded by the growth (~0.3-0.8 µs per object walked), however many matches the node holds.
+  The count is a net growth (objects made minus objects freed, frozen ones included), so where new
+  state replaces old a collection walks 2-4 times ``growth_objects``: with 20,000, 30,000-75,000
+  objects, 10-44 ms, under Conquest's closed loop (10,000: four times as many collections, 4x the
+  collector's CPU, 12-24 ms each, because objects that would soon have died are walked and
+  frozen). Until 1 Dec 2026 every collection walked everything made since start: ~150 ms with ~750
+  live matches (bench/server.md);
 - a **deep** collection every ``deep_seconds`` (``GC_DEEP_SECONDS``; 0: never): everything is
   unfrozen and walked once (the old pause), for the cycles of objects that were frozen while alive
   and died later (a match that ended: it leaves almost none, measured in ``docs/decisions.md``).
