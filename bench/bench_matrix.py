@@ -244,6 +244,10 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
     try:
         env = {"BANNERFALL_WS_COMPRESSION": "false", "BENCH_GC_LOG": str(work / "gc.log"),
                "BENCH_LAG_LOG": str(work / "lag.log")}
+        if args.stall_dump_ms:  # every stall of the loop longer than this: all threads' stacks
+            args.stall_dump_dir.mkdir(parents=True, exist_ok=True)
+            env.update({"BENCH_STALL_DUMP_MS": str(args.stall_dump_ms),
+                        "BENCH_STALL_DUMP_PATH": str(args.stall_dump_dir / f"stalls-{mode}.txt")})
         if prod:
             env.update(prod.create())
             db_url = env.pop("BANNERFALL_DATABASE_URL")
@@ -612,6 +616,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="Conquest and Warrior: bot generator processes (Python), each with its share of the matches, "
                          "all on the generator core; more processes keep one bot's decision from delaying other "
                          "matches' acks (their own loop lag is reported: loadgen_loop_lag)")
+    ap.add_argument("--stall-dump-ms", type=float, default=0.0,
+                    help="write every thread's stack whenever the server's event loop stalls longer than this "
+                         "(faulthandler's watchdog, which needs no GIL: collections and long C calls too; "
+                         "at least 20); 0: off")
+    ap.add_argument("--stall-dump-dir", type=Path, default=Path("/tmp/bannerfall-stalls"),
+                    help="where --stall-dump-ms writes stalls-<mode>.txt (appended)")
     ap.add_argument("--rooms", type=int, default=50, help="reference rooms of 4 clients")
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")
@@ -638,6 +648,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "memory columns", "bench_memory.py's measurement, per game and mode after the mode's throughput phases, "
         "on a fresh server (--memory-matches 0: skipped)"), "memory-")
     args = ap.parse_args(argv)
+    if 0 < args.stall_dump_ms < 20:
+        ap.error("--stall-dump-ms below 20 dumps at nearly every tick (5 ms made the server refuse sockets)")
     if args.quick:
         args.matches, args.rooms = 4, 10
         args.warmup, args.seconds, args.open_seconds = 0.0, 1.5, 1.0

@@ -446,11 +446,20 @@ lag_path = os.environ.get('BENCH_LAG_LOG')
 if lag_path:
     import asyncio, uvicorn
     lag_out = open(lag_path, 'a', buffering=1)
+    dump_ms = float(os.environ.get('BENCH_STALL_DUMP_MS') or 0)
+    if dump_ms:
+        # every tick re-arms faulthandler's watchdog: a loop that does not come back within dump_ms
+        # gets every thread's stack written by a thread that needs no GIL (so a collection or a long
+        # C call is caught too, which a Python watchdog thread cannot see)
+        import faulthandler
+        dump_out = open(os.environ['BENCH_STALL_DUMP_PATH'], 'a', buffering=1)
     async def _lag_monitor():
         # every 10 ms asks to be woken; how late it wakes is the event loop's lag. One line per 0.5 s:
         # "epoch worst_ms_in_the_last_0.5_s"
         worst, last = 0.0, time.perf_counter()
         while True:
+            if dump_ms:
+                faulthandler.dump_traceback_later(dump_ms / 1000, file=dump_out)
             t = time.perf_counter()
             await asyncio.sleep(0.01)
             lag = (time.perf_counter() - t - 0.01) * 1000
