@@ -126,7 +126,7 @@ class LagMonitor:
 
     def start(self) -> None:
         self._next = now() + self.period
-        asyncio.get_running_loop().call_at(asyncio.get_running_loop().time() + self.period, self._tick)
+        asyncio.get_running_loop().call_later(self.period, self._tick)
 
     def _tick(self) -> None:
         t = now()
