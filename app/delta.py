@@ -229,10 +229,14 @@ def _index(token: str, highest: int, path: str) -> int:
     return i
 
 
-def apply_patch(doc: Any, patch: list[dict[str, Any]], *, in_place: bool = False) -> Any:
+def apply_patch(doc: Any, patch: list[dict[str, Any]], *, in_place: bool = False, copy_values: bool = True) -> Any:
     """``doc`` with ``patch`` applied (``add``, ``remove``, ``replace``; a ``-`` index appends).
     Returns the new document (a deep copy of ``doc`` unless ``in_place``). Raises :class:`PatchError`
-    if an operation does not apply; then nothing of ``doc`` changed unless ``in_place``."""
+    if an operation does not apply; then nothing of ``doc`` changed unless ``in_place``.
+
+    ``copy_values``: each operation's ``value`` goes into the document as a deep copy (the patch may
+    be applied again, or to other documents); False puts the value itself there, for a patch just
+    decoded from the wire and applied once (a client's own copy: no copy made)."""
     if not in_place:
         doc = copy.deepcopy(doc)
     for op in patch:
@@ -241,13 +245,13 @@ def apply_patch(doc: Any, patch: list[dict[str, Any]], *, in_place: bool = False
             raise PatchError("an operation needs a string 'path'")
         if path == "":
             if kind in ("add", "replace"):
-                doc = copy.deepcopy(op["value"])
+                doc = copy.deepcopy(op["value"]) if copy_values else op["value"]
                 continue
             raise PatchError(f"cannot {kind} the whole document")
         parent, key = _parent(doc, path)
         if kind in ("add", "replace") and "value" not in op:
             raise PatchError(f"{kind} needs a 'value'")
-        value = copy.deepcopy(op.get("value"))
+        value = copy.deepcopy(op.get("value")) if copy_values else op.get("value")
         if isinstance(parent, dict):
             if kind == "add":
                 parent[key] = value

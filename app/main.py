@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import generate_latest
 from sqlalchemy import text
 
+from app import _native
 from app.api import errors
 from app.api import limits as api_limits
 from app.api.deps import hash_token
@@ -162,7 +163,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                              metrics=app.state.metrics)
         gc_policy.start()
         app.state.gc_policy = gc_policy
-        log.info("bannerfall node %s ready on %s (%s mode)", settings.node, settings.base_url, backends.mode)
+        log.info("bannerfall node %s ready on %s (%s mode; hot paths: %s)", settings.node, settings.base_url,
+                 backends.mode, _native.STATUS)
+        if _native.STATUS.startswith("source") and not _native.ASKED:
+            log.warning("the compiled hot paths are not in use (%s): each action costs ~20-30 %% more CPU; "
+                        "reinstall with a C compiler (pip install -e .)", _native.STATUS[len("source: "):])
         try:
             yield
         finally:

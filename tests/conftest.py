@@ -24,6 +24,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+import app._native
+
+# The suite runs the .py sources of the compiled hot paths (coverage and monkeypatching need Python
+# code); tests/runtime/test_native.py checks the compiled modules against them, and the servers the
+# tests start run what is installed (compiled, after pip install).
+app._native.prefer_source("the test suite runs the sources")
+
 ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN_URL = os.environ.get("BANNERFALL_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BANNERFALL_TEST_REDIS", "redis://127.0.0.1:6379/0")

@@ -198,7 +198,7 @@ class SocketDoc:
             if self.keep == "prompts":
                 ops = [op for op in ops if not op.get("path", "").startswith("/view")]
             try:
-                self.doc = apply_patch(self.doc, ops, in_place=True)
+                self.doc = apply_patch(self.doc, ops, in_place=True, copy_values=False)
             except (PatchError, KeyError, TypeError, IndexError):
                 return False
         self.version = msg["version"]

@@ -95,6 +95,18 @@ def test_apply_leaves_the_document_alone_and_reports_a_mismatch():
     assert apply_patch(doc, [{"op": "add", "path": "/a/-", "value": 3}])["a"] == [1, 2, 3]
 
 
+def test_values_are_copied_unless_the_caller_says_the_patch_is_its_own():
+    card = {"id": "x", "card": "Ac"}
+    patch = [{"op": "add", "path": "/hand/-", "value": card}, {"op": "replace", "path": "/top", "value": [card]}]
+    copied = apply_patch({"hand": [], "top": []}, patch, in_place=True)
+    assert copied == {"hand": [card], "top": [card]}
+    assert copied["hand"][0] is not card and copied["top"][0] is not card
+    shared = apply_patch({"hand": [], "top": []}, patch, in_place=True, copy_values=False)
+    assert shared == copied and shared["hand"][0] is card and shared["top"][0] is card
+    whole = apply_patch({}, [{"op": "replace", "path": "", "value": {"a": card}}], copy_values=False)
+    assert whole["a"] is card
+
+
 def test_a_member_whose_every_part_changed_is_one_replace():
     """A card revealed (every key removed and another added) is one ``replace`` of the card; a member
     holding containers, or with only some parts changed, is still walked part by part."""

@@ -296,12 +296,13 @@ def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
         if face_down is None:
             face_down = parts["face_down_lands"] = [[None] * board.size for _ in range(state.seats + 1)]
         # ``[face_down[owner][land] for land, owner in enumerate(owners)]``, looped in C
-        lands = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
-        if None in lands:
-            for land, entry in enumerate(lands):
+        found: list[Any] = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
+        if None in found:
+            for land, entry in enumerate(found):
                 if entry is None:
                     owner = owners[land]
-                    lands[land] = face_down[owner][land] = _land_entry(board, land, owner, _face_down_flop(board))
+                    found[land] = face_down[owner][land] = _land_entry(board, land, owner, _face_down_flop(board))
+        lands = found
         for land, flop in open_flops.items():
             lands[land] = _land_entry(board, land, owners[land], flop)
     if state.shields:  # public: others must know what a table costs them (5.3.1.1)
