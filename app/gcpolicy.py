@@ -132,11 +132,11 @@ class GcPolicy:
             self._last_deep = self._last
             self.deep_collections += 1
         self.collections += 1
-        frozen = gc.get_freeze_count()
-        if self.metrics is not None:
+        if self.metrics is not None:  # bannerfall_gc_frozen_objects is counted when scraped
             self.metrics.gc_pause.observe(pause)
             self.metrics.gc_collected.inc(freed)
-            self.metrics.gc_frozen.set(frozen)
+        # the frozen count walks the whole frozen list: only after a deep collection (hourly)
         log.info("%s garbage collection: %.1f ms, %d objects freed, %d more live objects than after the "
-                 "previous one, %d frozen", "deep" if deep else "young", pause * 1000, freed, grown, frozen)
+                 "previous one%s", "deep" if deep else "young", pause * 1000, freed, grown,
+                 f", {gc.get_freeze_count()} frozen" if deep else "")
         return freed
