@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
-from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # app.delta, app.games
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from leanws import LeanSocket, connect  # noqa: E402
 
 now = time.perf_counter
 
@@ -205,14 +206,9 @@ class SocketDoc:
         return True
 
 
-def _retrieved(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # a send on a socket the server closed: the reader reports the close
-
-
-def send(ws: Any, text: str) -> None:
-    """Send ``text`` on ``ws`` without waiting (a failure is reported by the socket's reader)."""
-    asyncio.ensure_future(ws.send(text)).add_done_callback(_retrieved)
+def send(ws: LeanSocket, text: str) -> None:
+    """Send ``text`` on ``ws`` now (a failure is reported by the socket's close callback)."""
+    ws.send(text)
 
 
 def resume(ws: Any, sd: SocketDoc) -> None:
@@ -245,9 +241,9 @@ def hello(token: str, spectator: bool = False) -> str:
     return orjson.dumps(msg).decode()
 
 
-async def open_socket(match_id: str) -> Any:
-    return await connect(f"{CFG['url']}/ws/matches/{match_id}", compression="deflate" if CFG.get("deflate") else None,
-                         max_size=2**24, open_timeout=60)
+async def open_socket(match_id: str) -> LeanSocket:
+    return await connect(f"{CFG['url']}/ws/matches/{match_id}", compression=bool(CFG.get("deflate")),
+                         max_size=2**24, timeout=60)
 
 
 seat_sockets: list[Any] = []  # every seat socket opened (aborted at ``quit``)
@@ -255,7 +251,7 @@ seat_sockets: list[Any] = []  # every seat socket opened (aborted at ``quit``)
 
 async def connect_seat(m: GenMatch, seat: int) -> bool:
     ws = await open_socket(m.id)
-    await ws.send(hello(m.tokens[seat]))
+    ws.send(hello(m.tokens[seat]))
     first = orjson.loads(await ws.recv())
     if first.get("type") != "state" or first.get("seat") != seat:
         raise RuntimeError(f"hello answered with {str(first)[:200]}")
@@ -263,15 +259,19 @@ async def connect_seat(m: GenMatch, seat: int) -> bool:
     m.sockets[seat] = ws
     seat_sockets.append(ws)
 
-    async def reader() -> None:
-        try:
-            async for text in ws:
-                m.on_message(seat, text)  # type: ignore[arg-type]
-        except Exception as exc:  # noqa: BLE001
-            if not quitting and not m.ended:
-                out({"event": "socket_closed", "match": m.id, "seat": seat, "error": repr(exc)})
+    def closed(exc: BaseException | None) -> None:
+        if exc is not None and not quitting and not m.ended:
+            out({"event": "socket_closed", "match": m.id, "seat": seat, "error": repr(exc)})
 
-    asyncio.ensure_future(reader())
+    def on_message(text: str) -> None:
+        try:
+            m.on_message(seat, text)
+        except Exception as exc:  # noqa: BLE001 - a generator bug: reported, this socket stops
+            ws.on_message = None
+            closed(exc)
+            ws.transport.abort()
+
+    ws.listen(on_message, closed)
     return any(getattr(e, "name", "") == "permessage-deflate" for e in ws.protocol.extensions)
 
 
@@ -281,7 +281,7 @@ spectator_sockets: list[Any] = []
 async def connect_spectator(match_id: str, token: str) -> None:
     """A spectator socket: counts what it gets, keeps its version (not the document), resumes on a gap."""
     ws = await open_socket(match_id)
-    await ws.send(hello(token, spectator=True))
+    ws.send(hello(token, spectator=True))
     first = orjson.loads(await ws.recv())
     if first.get("type") != "state" or first.get("viewer") != "spectator":
         raise RuntimeError(f"spectator hello answered with {str(first)[:200]}")
@@ -289,31 +289,30 @@ async def connect_spectator(match_id: str, token: str) -> None:
     sd.on_state(first)
     spectator_sockets.append(ws)
 
-    async def reader() -> None:
-        try:
-            async for text in ws:
-                p = phase
+    def on_message(text: str) -> None:
+        p = phase
+        if p:
+            p.spec_bytes += len(text)
+        kind = text[9:14]
+        if kind == "state":
+            sd.on_state(orjson.loads(text))
+            if p:
+                p.spec_msgs["state"] += 1
+        elif kind == "delta":
+            if p:
+                p.spec_msgs["delta"] += 1
+            if not sd.on_delta(orjson.loads(text)):
                 if p:
-                    p.spec_bytes += len(text)
-                kind = text[9:14]
-                if kind == "state":
-                    sd.on_state(orjson.loads(text))
-                    if p:
-                        p.spec_msgs["state"] += 1
-                elif kind == "delta":
-                    if p:
-                        p.spec_msgs["delta"] += 1
-                    if not sd.on_delta(orjson.loads(text)):
-                        if p:
-                            p.spec_resumes += 1
-                        resume(ws, sd)
-                elif p:
-                    p.spec_msgs["other"] += 1
-        except Exception as exc:  # noqa: BLE001
-            if not quitting:
-                out({"event": "socket_closed", "match": match_id, "spectator": True, "error": repr(exc)})
+                    p.spec_resumes += 1
+                resume(ws, sd)
+        elif p:
+            p.spec_msgs["other"] += 1
 
-    asyncio.ensure_future(reader())
+    def closed(exc: BaseException | None) -> None:
+        if exc is not None and not quitting:
+            out({"event": "socket_closed", "match": match_id, "spectator": True, "error": repr(exc)})
+
+    ws.listen(on_message, closed)
 
 
 # ---------------------------------------------------------------------------- match slots and spares
@@ -325,9 +324,9 @@ made = [0]  # matches made so far (initial + spares): the next match's index (bo
 totals = {"spares_taken": 0, "refill_failed": 0, "dry_reported": 0}
 
 
-def close_socket(ws: Any) -> None:
+def close_socket(ws: LeanSocket) -> None:
     """Close ``ws`` (a close handshake) without waiting."""
-    asyncio.ensure_future(ws.close()).add_done_callback(_retrieved)
+    ws.close()
 
 
 def match_over(m: GenMatch) -> None:
