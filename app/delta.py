@@ -202,11 +202,24 @@ def _child_diff(old: Any, new: Any, key: str | int, path: str, ops: list[dict[st
 def _parent(doc: Any, path: str) -> tuple[Any, str]:
     if not path.startswith("/"):
         raise PatchError(f"bad JSON pointer {path!r}")
-    tokens = [_unescape(t) for t in path[1:].split("/")]
+    tokens = path[1:].split("/")
+    if "~" in path:
+        tokens = [_unescape(t) for t in tokens]
     node = doc
-    for token in tokens[:-1]:
-        node = _child(node, token, path)
-    return node, tokens[-1]
+    last = len(tokens) - 1
+    for i in range(last):
+        token = tokens[i]
+        if type(node) is dict:  # decoded JSON: the common case, one lookup
+            child = node.get(token, _MISSING)
+            if child is _MISSING:
+                raise PatchError(f"no {token!r} on the way to {path!r}")
+            node = child
+        else:
+            node = _child(node, token, path)
+    return node, tokens[last]
+
+
+_MISSING: Any = object()
 
 
 def _child(node: Any, token: str, path: str) -> Any:
