@@ -671,7 +671,8 @@ def main() -> None:
     t_start = time.monotonic()
     machine = bs.machine_info()
     print(f"machine: {machine['nproc']} cores, {machine['cpu_model']}; {machine['uptime']}")
-    print(f"code: {machine['git_head']}" + (f" + uncommitted {machine['app_uncommitted']}" if machine["app_uncommitted"] else ""))
+    print(f"code: {machine['git_head']}" + (f" + uncommitted {machine['app_uncommitted']}" if machine["app_uncommitted"] else "")
+          + f"; hot paths: {machine['hot_paths']}")
     tmp = Path(tempfile.mkdtemp(prefix="bannerfall-matrix-"))
     refs: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []

@@ -486,7 +486,8 @@ def main() -> None:
     bs.SERVER_CORE = args.server_core
     machine = bs.machine_info()
     print(f"machine: {machine['nproc']} cores; {machine['uptime']}")
-    print(f"code: {machine['git_head']}" + (f" + uncommitted {machine['app_uncommitted']}" if machine["app_uncommitted"] else ""))
+    print(f"code: {machine['git_head']}" + (f" + uncommitted {machine['app_uncommitted']}" if machine["app_uncommitted"] else "")
+          + f"; hot paths: {machine['hot_paths']}")
     tmp = Path(tempfile.mkdtemp(prefix="bannerfall-memory-"))
     rows: list[dict[str, Any]] = []
     runners: list[dict[str, Any]] = []

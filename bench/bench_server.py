@@ -58,6 +58,18 @@ SERVER_CORE = 0
 
 
 # ---------------------------------------------------------------------------- machine and /proc
+def hot_paths() -> str:
+    """What the server started from this checkout runs: ``compiled``, or ``source: <why>``
+    (``app/_native.py``: the same check the server makes at start, with the environment it inherits)."""
+    sys.path.insert(0, str(ROOT / "app"))
+    try:
+        import _native  # app/_native.py imports nothing of app
+    finally:
+        sys.path.pop(0)
+    why = _native.why_source()
+    return "compiled" if why is None else f"source: {why}"
+
+
 def machine_info() -> dict[str, Any]:
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -72,7 +84,7 @@ def machine_info() -> dict[str, Any]:
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     dirty = subprocess.run(["git", "status", "--short", "app"], capture_output=True, text=True, cwd=ROOT).stdout.split("\n")
     return {"git_head": git, "app_uncommitted": [d.strip() for d in dirty if d.strip()],
-            "nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
+            "hot_paths": hot_paths(), "nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
             "node": node, "kernel": platform.release(), "loadavg": os.getloadavg(),
             "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
 
@@ -719,7 +731,8 @@ def main() -> None:
           f"python {report['machine']['python']}, node {report['machine']['node']}")
     print(f"uptime: {report['machine']['uptime']}")
     print(f"code: {report['machine']['git_head']}" + (f" + uncommitted {report['machine']['app_uncommitted']}"
-                                                      if report['machine']['app_uncommitted'] else ""))
+                                                      if report['machine']['app_uncommitted'] else "")
+          + f"; hot paths: {report['machine']['hot_paths']}")
 
     tmp = Path(tempfile.mkdtemp(prefix="bannerfall-bench-"))
     pg: Postgres | None = None
