@@ -40,6 +40,8 @@ COMPILED: tuple[str, ...] = (
     "app.runtime.audience",
     "app.runtime.history",
     "app.runtime.wire",
+    "app.runtime.match",
+    "app.runtime.protocol",
     "app.games.conquest.view",
     "app.games.warrior.view",
     "app.games.provinces.view",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from app.delta import diff
 from app.games.base import ADMIN, SPECTATOR, Event, Game, IllegalAction, Outcome, Prompt
@@ -64,9 +64,9 @@ class Peer(Protocol):
 class MatchRunner:
     """Owns one match's state while it is live on this node."""
 
-    RECENT_PER_SEAT = 128
+    RECENT_PER_SEAT: ClassVar[int] = 128
     #: log records whose events stay in memory for ``resume`` (docs/protocol.md)
-    HISTORY = 256
+    HISTORY: ClassVar[int] = 256
 
     def __init__(self, *, match: MatchRow, game: Game, state: Any, version: int,
                  log_writer: LogWriter, deadlines: dict[int, float] | None,
