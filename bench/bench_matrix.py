@@ -466,6 +466,17 @@ def fmt(v: Any, spec: str = ".0f") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def bracket(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """A reference room measured before and after Bannerfall's cells: the first run's fields, with
+    ``actions_per_server_cpu_s`` the mean of both runs, ``runs`` both runs' figure and ``drift`` the
+    second over the first (how much the machine's speed moved while Bannerfall was measured)."""
+    a, b = first.get("actions_per_server_cpu_s"), last.get("actions_per_server_cpu_s")
+    if not a or not b:
+        return first
+    return {**first, "actions_per_server_cpu_s": (a + b) / 2, "runs": [a, b], "drift": b / a,
+            "second": last}
+
+
 def fastapi_ratio(r: dict[str, Any], refs: dict[str, dict[str, Any]], ref: str = "fastapi") -> float | None:
     v = refs.get(ref) or {}
     if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s"):
@@ -547,8 +558,11 @@ def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             lines.append(f"| {name} room | failed: {r['error'][:80]} |" + " |" * 11)
             continue
+        runs = r.get("runs")
+        cpu_s = fmt(r.get("actions_per_server_cpu_s")) + (
+            f" (mean of {fmt(runs[0])} before, {fmt(runs[1])} after)" if runs else "")
         lines.append(f"| {name} room ({r.get('connections')} sockets) | {fmt(r.get('actions_per_s'))} | "
-                     f"{fmt(r.get('actions_per_server_cpu_s'))} | | | – | {fmt(r.get('view_bytes_avg'))} | "
+                     f"{cpu_s} | | | – | {fmt(r.get('view_bytes_avg'))} | "
                      f"(p99 at max {fmt(r.get('p99_ms'), '.1f')}) | – | – | {fmt(r.get('kb_per_socket'), '.1f')} | – | "
                      f"{r['loadavg_before'][0]:.1f} |")
     for r in rows:
@@ -626,6 +640,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="closed-loop measurement")
     ap.add_argument("--open-seconds", type=float, default=20.0, help="open loop at half the closed-loop rate")
+    ap.add_argument("--ref-again", action=argparse.BooleanOptionalAction, default=True,
+                    help="run every reference room again after Bannerfall's cells; the ratios use the mean of "
+                         "the two runs (this machine's speed drifts by 10-30 %% within minutes: the two runs "
+                         "bracket the cells and show the drift)")
     ap.add_argument("--ref-seconds", type=float, default=20.0)
     ap.add_argument("--ref-warmup", type=float, default=5.0)
     ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (~2 min; memory: 20 matches, rough)")
@@ -687,6 +705,18 @@ def main() -> None:
             print(f"{kind} room: {fmt(r.get('actions_per_s'))} actions/s, {fmt(r.get('actions_per_server_cpu_s'))} "
                   f"per server CPU-s, generator CPU {fmt((r.get('loadgen_cpu') or 0) * 100)}% {r.get('error', '')}")
         rows = measure_modes(args, tmp)
+        if args.ref_again:
+            for kind in [k for k in refs if "error" not in refs[k]]:
+                try:
+                    again = run_reference(kind, args, tmp)
+                except Exception as exc:  # noqa: BLE001 - the first run stands alone then
+                    print(f"{kind} room, second run failed: {exc!r}")
+                    continue
+                refs[kind] = bracket(refs[kind], again)
+                r = refs[kind]
+                print(f"{kind} room again: {fmt(again.get('actions_per_server_cpu_s'))} per server CPU-s "
+                      f"(drift {fmt(r.get('drift'), '.2f')}×); the ratios use the mean, "
+                      f"{fmt(r.get('actions_per_server_cpu_s'))}")
         if args.spectators.strip():
             sargs = argparse.Namespace(spectators=args.spectators, patch_seconds=args.patch_seconds,
                                        full_states=args.full_states, matches=args.spectator_matches,

@@ -156,3 +156,13 @@ def test_several_bot_generators_give_percentiles_of_all_their_samples():
     assert "latency_samples" not in merged
     assert merged["loadgen_loop_lag"] == {"max_ms": 12.0, "p99_ms": 6.0, "over_10ms": 1, "generators": 2}
     assert matrix.parse_args(["--games", "warrior"]).bot_generators == 4
+
+
+def test_a_reference_measured_before_and_after_is_judged_by_the_mean_of_both_runs():
+    first = {"actions_per_server_cpu_s": 3000.0, "connections": 200}
+    last = {"actions_per_server_cpu_s": 3600.0, "connections": 200}
+    both = matrix.bracket(first, last)
+    assert both["actions_per_server_cpu_s"] == 3300.0 and both["runs"] == [3000.0, 3600.0]
+    assert both["drift"] == pytest.approx(1.2) and both["connections"] == 200
+    assert matrix.fastapi_ratio({"actions_per_server_cpu_s": 3300.0}, {"fastapi": both}) == 1.0
+    assert matrix.bracket(first, {"error": "x"}) is first  # a failed second run: the first stands
