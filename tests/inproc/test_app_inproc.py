@@ -220,3 +220,22 @@ async def test_admin_reads_and_aborts_a_live_match(tmp_path):
         assert node.app.state.manager.live_version(match_id) is None
         await admin.close()
         await host.close()
+
+
+async def test_a_node_says_which_hot_paths_run_and_warns_when_the_compiled_ones_are_missing(tmp_path, caplog,
+                                                                                         monkeypatch):
+    import logging
+
+    import app._native as native
+
+    caplog.set_level(logging.INFO, logger="bannerfall")
+    async with running_node(tmp_path):  # the suite asked for the sources: said, not warned about
+        pass
+    assert f"hot paths: {native.STATUS}" in caplog.text and "not in use" not in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(native, "STATUS", "source: app.delta changed since it was compiled (reinstall: pip install -e .)")
+    monkeypatch.setattr(native, "ASKED", False)
+    async with running_node(tmp_path):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("compiled hot paths are not in use (app.delta changed since it was compiled" in w for w in warnings)
