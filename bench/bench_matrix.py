@@ -270,6 +270,9 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
                   f"{row['matches_completed_measured']} matches completed in the measured phases "
                   f"(mean {fmt(row['mean_actions_per_match'])} actions), spares taken {row['spares_taken'] or 0} "
                   f"of {row['spares']}, idle slot-s {row['idle_slot_s']}"
+                  + (f"; FastAPI beside {fmt(row['fastapi_beside'].get('actions_per_server_cpu_s'))} per server CPU-s "
+                     f"(drift {fmt(row['fastapi_beside'].get('drift'), '.2f')}x): "
+                     f"{fmt(fastapi_ratio(row, {}), '.2f')}x" if row.get("fastapi_beside") else "")
                   + (f", POOL RAN DRY ({row['pool_dry']}, {row['idle_slots_at_end']} slots idle at the end)"
                      if row["pool_dry"] else "")), flush=True)
     except Exception as exc:  # noqa: BLE001
@@ -389,9 +392,14 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         rss_sockets = bs.proc_rss_kb(server.pid)
         t_connected = time.monotonic()
         phases: dict[str, Any] = {}
+        beside: dict[str, Any] = {}
+        if args.ref_beside:  # the FastAPI room right before and right after this cell's closed loop
+            beside["before"] = run_reference("fastapi", args, work)
         if args.warmup:
             phases["warmup"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.warmup})
         phases["closed"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.seconds})
+        if args.ref_beside:
+            beside["after"] = run_reference("fastapi", args, work)
         rate = 0.5 * phases["closed"]["acks_per_s"]
         if args.open_seconds and rate > 0:
             phases["open"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
@@ -420,6 +428,7 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             "measured_seconds": sum(p["seconds"] for p in measured),
             "p99_ms_closed": c["latency"]["p99_ms"],
             "open_rate": rate if "open" in phases else None,
+            "fastapi_beside": bracket(beside["before"], beside["after"]) if beside else None,
             "p99_ms_half_load": phases["open"]["latency"]["p99_ms"] if "open" in phases else None,
             "p99_ms_half_load_from_schedule": (phases["open"].get("sched_latency") or {}).get("p99_ms") if "open" in phases else None,
             "loop_lag_max_ms": max(lags) if lags else None,
@@ -478,7 +487,9 @@ def bracket(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
 
 
 def fastapi_ratio(r: dict[str, Any], refs: dict[str, dict[str, Any]], ref: str = "fastapi") -> float | None:
-    v = refs.get(ref) or {}
+    """``r``'s actions per server CPU-s over the reference room's: for FastAPI, the room measured beside
+    ``r``'s own closed loop (``--ref-beside``) when there is one, else the matrix-wide reference."""
+    v = (r.get("fastapi_beside") if ref == "fastapi" else None) or refs.get(ref) or {}
     if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s"):
         return float(r["actions_per_server_cpu_s"]) / float(v["actions_per_server_cpu_s"])
     return None
@@ -569,9 +580,9 @@ def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             lines.append(f"| {r['game']} {r['mode']} | failed: {r['error'][:80]} |" + " |" * 11)
             continue
-        ratio = {k: (r["actions_per_server_cpu_s"] / v["actions_per_server_cpu_s"]
-                     if v.get("actions_per_server_cpu_s") and r.get("actions_per_server_cpu_s") else None)
-                 for k, v in refs.items()}
+        ratio = {k: fastapi_ratio(r, refs, k) for k in refs}
+        if "fastapi" not in ratio and r.get("fastapi_beside"):
+            ratio["fastapi"] = fastapi_ratio(r, refs)
         lines.append(
             f"| Bannerfall {r['game']} {r['mode']} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
             f"{fmt(r['actions_per_server_cpu_s'])} | {fmt(ratio.get('fastapi'), '.2f')} | {fmt(ratio.get('colyseus'), '.2f')} | "
@@ -644,6 +655,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="run every reference room again after Bannerfall's cells; the ratios use the mean of "
                          "the two runs (this machine's speed drifts by 10-30 %% within minutes: the two runs "
                          "bracket the cells and show the drift)")
+    ap.add_argument("--ref-beside", action=argparse.BooleanOptionalAction, default=True,
+                    help="run the FastAPI room right before and right after each Bannerfall cell's closed loop "
+                         "(while its server idles) and take that cell's ratio to FastAPI against the mean of the "
+                         "two: the fairest ratio on a machine whose speed drifts (~1 min apart instead of up to "
+                         "20); the matrix-wide references still give the Colyseus ratio")
     ap.add_argument("--ref-seconds", type=float, default=20.0)
     ap.add_argument("--ref-warmup", type=float, default=5.0)
     ap.add_argument("--quick", action="store_true", help="tiny runs of the whole matrix (~2 min; memory: 20 matches, rough)")
