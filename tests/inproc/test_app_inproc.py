@@ -233,7 +233,8 @@ async def test_a_node_says_which_hot_paths_run_and_warns_when_the_compiled_ones_
         pass
     assert f"hot paths: {native.STATUS}" in caplog.text and "not in use" not in caplog.text
     caplog.clear()
-    monkeypatch.setattr(native, "STATUS", "source: app.delta changed since it was compiled (reinstall: pip install -e .)")
+    stale = "source: app.delta changed since it was compiled (reinstall: pip install -e .)"
+    monkeypatch.setattr(native, "STATUS", stale)
     monkeypatch.setattr(native, "ASKED", False)
     async with running_node(tmp_path):
         pass
