@@ -29,6 +29,8 @@ sys.path.pop(0)
 
 def _mypyc_extensions() -> list:
     if os.environ.get("BANNERFALL_PURE_PYTHON", "").strip() not in ("", "0"):
+        # an earlier build's modules would still run: without its manifest they never do
+        (ROOT / "app" / MANIFEST).unlink(missing_ok=True)
         print("bannerfall: BANNERFALL_PURE_PYTHON is set: nothing compiled", file=sys.stderr)
         return []
     try:
@@ -56,6 +58,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # no compiler, no Python headers ...
+            if self.inplace:  # what an earlier build left must not run beside a half-made one
+                (ROOT / "app" / MANIFEST).unlink(missing_ok=True)
             print(f"bannerfall: compiling the hot paths failed ({exc}): pure Python", file=sys.stderr)
             return
         if not self.extensions:
@@ -63,12 +67,11 @@ class OptionalBuildExt(build_ext):
         manifest = {module: hashlib.sha256((ROOT / (module.replace(".", "/") + ".py")).read_bytes()).hexdigest()
                     for module in COMPILED}
         text = json.dumps({"group": GROUP, "sources": manifest}, indent=1, sort_keys=True) + "\n"
-        targets = {ROOT / "app" / MANIFEST}
-        if not self.inplace:
-            targets.add(Path(self.build_lib) / "app" / MANIFEST)
-        for target in targets:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+        # beside the modules just built: the source tree for an editable install (in place), else the
+        # build directory only — a wheel built from a tree must not vouch for that tree's older .so files
+        target = ROOT / "app" / MANIFEST if self.inplace else Path(self.build_lib) / "app" / MANIFEST
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
 
     def build_extension(self, ext) -> None:
         try:

@@ -83,12 +83,14 @@ def why_source(app_dir: Path = _APP, environ: Mapping[str, str] = os.environ) ->
         return _ASKED_BY_VARIABLE
     built = [module for module in COMPILED if _extension_of(module, app_dir) is not None]
     if not built:
-        return "not compiled (installed without mypyc or a C compiler)"
+        return "not compiled (installed without a C compiler, or the compilation failed: pip install -v -e . shows why)"
     try:
         manifest: dict[str, Any] = json.loads((app_dir / MANIFEST).read_text())
         hashes: dict[str, str] = manifest["sources"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{MANIFEST} is missing or unreadable"
+    if manifest.get("group") != GROUP or _extension_of(GROUP + "__mypyc", app_dir) is None:
+        return f"the shared library of the compiled modules ({GROUP}__mypyc) is missing"
     missing = [module for module in COMPILED if module not in built]
     if missing:
         return f"no compiled module for {', '.join(missing)}"

@@ -166,8 +166,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.info("bannerfall node %s ready on %s (%s mode; hot paths: %s)", settings.node, settings.base_url,
                  backends.mode, _native.STATUS)
         if _native.STATUS.startswith("source") and not _native.ASKED:
-            log.warning("the compiled hot paths are not in use (%s): each action costs ~20-30 %% more CPU; "
-                        "reinstall with a C compiler (pip install -e .)", _native.STATUS[len("source: "):])
+            log.warning("the compiled hot paths are not in use (%s): each action costs ~20-40 %% more CPU "
+                        "(docs/operations.md, 'Compiled hot paths')", _native.STATUS[len("source: "):])
         try:
             yield
         finally:

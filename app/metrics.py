@@ -5,6 +5,8 @@ import gc
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app import _native
+
 
 class Metrics:
     def __init__(self) -> None:
@@ -37,6 +39,10 @@ class Metrics:
         # counted when scraped: gc.get_freeze_count() walks the whole frozen list (hundreds of
         # thousands of objects on a busy node), too dear for every collection (3 % of a node's CPU)
         self.gc_frozen.set_function(gc.get_freeze_count)
+        self.compiled_hot_paths = Gauge("bannerfall_compiled_hot_paths",
+                                        "1 when the compiled hot paths run, 0 when their .py sources do "
+                                        "(app/_native.py; the start-up log says why)", registry=r)
+        self.compiled_hot_paths.set_function(lambda: 1.0 if _native.STATUS == "compiled" else 0.0)
         self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)

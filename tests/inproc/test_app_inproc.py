@@ -229,8 +229,12 @@ async def test_a_node_says_which_hot_paths_run_and_warns_when_the_compiled_ones_
     import app._native as native
 
     caplog.set_level(logging.INFO, logger="bannerfall")
-    async with running_node(tmp_path):  # the suite asked for the sources: said, not warned about
-        pass
+    async with running_node(tmp_path) as node:  # the suite asked for the sources: said, not warned about
+        gauge = node.app.state.metrics.registry.get_sample_value
+        assert gauge("bannerfall_compiled_hot_paths") == 0.0
+        monkeypatch.setattr(native, "STATUS", "compiled")
+        assert gauge("bannerfall_compiled_hot_paths") == 1.0
+        monkeypatch.undo()
     assert f"hot paths: {native.STATUS}" in caplog.text and "not in use" not in caplog.text
     caplog.clear()
     stale = "source: app.delta changed since it was compiled (reinstall: pip install -e .)"

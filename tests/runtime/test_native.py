@@ -18,9 +18,11 @@ from tests.runtime import native_parity
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _fake_app(tmp_path: Path, *, built: tuple[str, ...] = native.COMPILED, manifest: bool = True) -> Path:
+def _fake_app(tmp_path: Path, *, built: tuple[str, ...] = native.COMPILED, manifest: bool = True,
+              shared: bool = True, group: str = native.GROUP) -> Path:
     """A copy of the compiled modules' sources under ``tmp_path/app``, a stand-in ``.so`` beside the
-    ones in ``built`` and, with ``manifest``, the manifest setup.py would write."""
+    ones in ``built`` (and, with ``shared``, the group's shared library) and, with ``manifest``, the
+    manifest setup.py would write for ``group``."""
     app_dir = tmp_path / "app"
     hashes = {}
     for module in native.COMPILED:
@@ -31,8 +33,10 @@ def _fake_app(tmp_path: Path, *, built: tuple[str, ...] = native.COMPILED, manif
         hashes[module] = hashlib.sha256(source.read_bytes()).hexdigest()
         if module in built:
             target.with_name(target.stem + importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"")
+    if shared:
+        (app_dir / ("_native__mypyc" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"")
     if manifest:
-        (app_dir / native.MANIFEST).write_text(json.dumps({"group": native.GROUP, "sources": hashes}))
+        (app_dir / native.MANIFEST).write_text(json.dumps({"group": group, "sources": hashes}))
     return app_dir
 
 
@@ -48,12 +52,14 @@ def test_an_edited_source_makes_every_module_run_from_source(tmp_path):
 
 
 def test_the_sources_run_without_a_build_a_manifest_or_with_the_variable_set(tmp_path):
-    assert native.why_source(_fake_app(tmp_path / "a", built=()), {}) == \
-        "not compiled (installed without mypyc or a C compiler)"
+    assert native.why_source(_fake_app(tmp_path / "a", built=()), {}).startswith("not compiled (installed without")
     assert native.why_source(_fake_app(tmp_path / "b", built=native.COMPILED[1:]), {}) == \
         f"no compiled module for {native.COMPILED[0]}"
     assert native.why_source(_fake_app(tmp_path / "c", manifest=False), {}) == \
         f"{native.MANIFEST} is missing or unreadable"
+    missing = f"the shared library of the compiled modules ({native.GROUP}__mypyc) is missing"
+    assert native.why_source(_fake_app(tmp_path / "e", shared=False), {}) == missing
+    assert native.why_source(_fake_app(tmp_path / "f", group="other"), {}) == missing
     app_dir = _fake_app(tmp_path / "d")
     assert native.why_source(app_dir, {"BANNERFALL_PURE_PYTHON": "1"}) == "BANNERFALL_PURE_PYTHON is set"
     assert native.why_source(app_dir, {"BANNERFALL_PURE_PYTHON": "0"}) is None
@@ -89,7 +95,8 @@ def test_the_compiled_modules_send_exactly_what_the_sources_send():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = json.loads(done.stdout.strip().splitlines()[-1])
     assert compiled["status"] == "compiled", (
-        f"the compiled hot paths are not in use ({compiled['status']}): rebuild them with pip install -e .")
+        f"the compiled hot paths are not in use ({compiled['status']}): rebuild them with pip install -e . "
+        "(or set BANNERFALL_PURE_PYTHON=1 to skip this comparison while editing the compiled modules)")
     assert compiled["compiled"] == list(native.COMPILED)
     here = native_parity.digests(5, 400)
     assert sum(here["records"].values()) > 2000  # matches long enough to reach battles, sieges, ends
