@@ -84,7 +84,8 @@ def test_sources_cannot_be_preferred_once_a_compiled_module_is_loaded(monkeypatc
 
 def test_the_compiled_modules_send_exactly_what_the_sources_send():
     """Seeded matches of every game (Conquest with every special too) through the runtime, every message
-    to every socket digested, compiled (a fresh interpreter) against the sources (here). In CI the
+    to every socket digested, compiled (a fresh interpreter) against the sources (here); neither may
+    leave objects in reference cycles. In CI the
     package is installed with its compiled modules, so they must be there; only an explicit
     ``BANNERFALL_PURE_PYTHON`` skips this."""
     if os.environ.get("BANNERFALL_PURE_PYTHON", "").strip() not in ("", "0"):
@@ -102,3 +103,8 @@ def test_the_compiled_modules_send_exactly_what_the_sources_send():
     assert sum(here["records"].values()) > 2000  # matches long enough to reach battles, sieges, ends
     assert compiled["records"] == here["records"]
     assert compiled["digests"] == here["digests"]
+    # neither leaves reference cycles: a closure compiled by mypyc is one (its environment and the
+    # function refer to each other), which made ~50 objects of cyclic garbage per Conquest action
+    # and the node's young collections 10x longer (docs/benchmarks/server.md, 1 Dec 2026, night)
+    assert sum(compiled["cyclic"].values()) <= 20, compiled["cyclic"]
+    assert sum(here["cyclic"].values()) <= 20, here["cyclic"]

@@ -146,17 +146,39 @@ def _who(seat: int) -> int | str:
     return "neutral" if seat == NEUTRAL else seat
 
 
-def _part(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], build: Any) -> Any:
-    """The piece ``key`` of a battle's views, rebuilt (``build()``) only when its ``inputs`` are not
-    the same objects as last time: an unchanged piece is the same object for every viewer and from
-    position to position, so the runtime's diff skips it by identity or walks it once for all."""
+def _part(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...]) -> Any:
+    """The piece ``key`` of a battle's views if its ``inputs`` are the same objects as when it was
+    kept (:func:`_keep`), else None: an unchanged piece is the same object for every viewer and from
+    position to position, so the runtime's diff skips it by identity or walks it once for all.
+    (No builder callbacks: a closure compiled by mypyc is a reference cycle, cyclic garbage on
+    every view; 1 Dec 2026.)"""
     last = parts.get(key)
     if last is not None and len(last[0]) == len(inputs) and all(
             a is b for a, b in zip(last[0], inputs, strict=True)):
         return last[1]
-    value = build()
+    return None
+
+
+def _keep(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], value: Any) -> Any:
+    """Keep ``value`` as the piece ``key`` built from ``inputs`` (see :func:`_part`); returns it."""
     parts[key] = (inputs, value)
     return value
+
+
+def _shared(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], value: Any) -> Any:
+    """The kept piece ``key`` if its ``inputs`` are the same objects, else ``value`` (now kept)."""
+    last = _part(parts, key, inputs)
+    return last if last is not None else _keep(parts, key, inputs, value)
+
+
+def _flop_wire(battle: Battle) -> list[dict[str, Any]] | None:
+    if battle.stage == STAGE_ASSIGN:
+        return None
+    return [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
+
+
+def _table_card(dealt: Dealt | None) -> dict[str, Any] | None:
+    return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
 
 
 def _battle_parts(battle: Battle) -> dict[Any, Any]:
@@ -193,17 +215,19 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             else:
                 shown = [_card(dealt, False, True) for dealt in hand]
         elif hand_visible(state, battle, seat, viewer):
-            if parts is not None:
-                shown = _part(parts, ("shown", seat), (hand,),
-                              lambda hand=hand: [{"id": token, "card": _NAMES[card]} for card, token in hand])
-            else:
+            shown = _part(parts, ("shown", seat), (hand,)) if parts is not None else None
+            if shown is None:
                 shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
+                if parts is not None:
+                    _keep(parts, ("shown", seat), (hand,), shown)
             if specials and seat != viewer and seat not in finalists:
                 reason = hand_seen(state, battle, seat, viewer)
                 for seen_card in shown:
                     seen_card["seen"] = reason
         elif parts is not None:
-            shown = _part(parts, ("hidden", seat), (hand,), lambda hand=hand: [{"hidden": True} for _ in hand])
+            shown = _part(parts, ("hidden", seat), (hand,))
+            if shown is None:
+                shown = _keep(parts, ("hidden", seat), (hand,), [{"hidden": True} for _ in hand])
         else:
             shown = [{"hidden": True} for _ in hand]
         if specials and shown is not None:
@@ -223,37 +247,42 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
         if parts is not None:  # the same entry object while it shows the same (hand by identity)
-            entry = _part(parts, ("entry", seat, id(shown)), (shown, *entry.values()), lambda entry=entry: entry)
+            entry = _shared(parts, ("entry", seat, id(shown)), (shown, *entry.values()), entry)
         participants.append(entry)
     stage = battle.stage
     turn, river = battle.turn, battle.river
 
-    def flop() -> list[dict[str, Any]] | None:
-        return None if stage == STAGE_ASSIGN else [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
-
-    def table_card(dealt: Dealt | None) -> dict[str, Any] | None:
-        return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
-
     if parts is None:
         return {
-            "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": flop(),
-            "turn": table_card(turn), "river": table_card(river), "participants": participants,
+            "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": _flop_wire(battle),
+            "turn": _table_card(turn), "river": _table_card(river), "participants": participants,
             "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
             "result": battle.result,
         }
+    flop = None
+    if stage != STAGE_ASSIGN:
+        flop = _part(parts, "flop", (battle.flop,))
+        if flop is None:
+            flop = _keep(parts, "flop", (battle.flop,), _flop_wire(battle))
+    turn_wire = None if turn is None else _part(parts, "turn", (turn,))
+    if turn_wire is None and turn is not None:
+        turn_wire = _keep(parts, "turn", (turn,), _table_card(turn))
+    river_wire = None if river is None else _part(parts, "river", (river,))
+    if river_wire is None and river is not None:
+        river_wire = _keep(parts, "river", (river,), _table_card(river))
     built = {
         "land": battle.land,
         "holder": _who(battle.holder),
         "stage": stage,
-        "flop": _part(parts, "flop", (battle.flop, stage == STAGE_ASSIGN), flop),
-        "turn": _part(parts, "turn", (turn,), lambda: table_card(turn)),
-        "river": _part(parts, "river", (river,), lambda: table_card(river)),
-        "participants": _part(parts, ("participants", *map(id, participants)), tuple(participants),
-                              lambda: participants),
+        "flop": flop,
+        "turn": turn_wire,
+        "river": river_wire,
+        "participants": _shared(parts, ("participants", *map(id, participants)), tuple(participants),
+                                participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
-    return _part(parts, ("battle", id(built["participants"])), tuple(built.values()), lambda: built)
+    return _shared(parts, ("battle", id(built["participants"])), tuple(built.values()), built)
 
 
 def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
