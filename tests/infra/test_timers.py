@@ -72,6 +72,24 @@ async def test_rescheduling_moves_the_deadline(make_timers):
     assert len(fired) == 2
 
 
+async def test_the_hot_path_schedules_and_cancels_without_a_coroutine(make_timers):
+    """``schedule_now``/``cancel_now`` (what ``MatchManager`` calls after every action): a burst of
+    them ends as the same deadlines as the awaited calls, the last call per phase winning."""
+    timers = await make_timers()
+    fired: list = []
+    recorder(timers, fired)
+    start = time.time()
+    for phase in range(50):
+        timers.schedule_now("m1", phase, start + 0.2)
+    for phase in range(1, 50):
+        timers.cancel_now("m1", phase)
+    timers.schedule_now("m2", 1, start + 5)
+    timers.schedule_now("m2", 1, start + 0.1)  # moved earlier before anything was written
+    assert await wait_until(lambda: len(fired) == 2, timeout=3.0)
+    await asyncio.sleep(0.3)  # a negative check: the cancelled 49 do not follow
+    assert sorted((m, p) for _, m, p, _ in fired) == [("m1", 0), ("m2", 1)]
+
+
 async def test_owns_filter_skips_other_matches(make_timers):
     timers = await make_timers(owns=lambda match_id: match_id != "theirs")
     fired: list = []
@@ -186,6 +204,27 @@ async def test_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers,
     await asyncio.sleep(0.1)
     assert [m for _, m, _, _ in fired] == ["warm", "m1"]
     assert timers.poll_errors > 0
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["redis"], indirect=True)
+async def test_hot_path_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers, proxy):
+    timers = await make_timers("n1", url=proxy.url)
+    fired: list = []
+    recorder(timers, fired)
+    timers.schedule_now("warm", 1, time.time())
+    assert await wait_until(lambda: fired, timeout=1.0)
+    proxy.refusing = True
+    proxy.cut()
+    timers.schedule_now("m1", 1, time.time() + 0.1)  # must not raise
+    timers.schedule_now("m2", 1, time.time() + 0.1)
+    timers.cancel_now("m2", 1)
+    await asyncio.sleep(0.3)
+    assert len(fired) == 1
+    proxy.refusing = False
+    assert await wait_until(lambda: len(fired) == 2, timeout=8.0)
+    await asyncio.sleep(0.1)
+    assert [m for _, m, _, _ in fired] == ["warm", "m1"]
 
 
 @pytest.mark.redis
