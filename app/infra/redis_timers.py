@@ -207,9 +207,13 @@ class RedisTimers:
         return await self._client.zcard(self.key)
 
     # ---------------------------------------------------------------- writes
-    async def _write(self, member: str, score: float | None) -> None:
+    def _queue(self, member: str, score: float | None) -> None:
+        """Queue a write, after every other one (only the latest per member is kept)."""
         self._writes.pop(member, None)
         self._writes[member] = score
+
+    async def _write(self, member: str, score: float | None) -> None:
+        self._queue(member, score)
         try:
             await self._flush()
         except (RedisError, OSError) as exc:
@@ -217,8 +221,7 @@ class RedisTimers:
                         self.node_id, member, exc)
 
     def _write_soon(self, member: str, score: float | None) -> None:
-        self._writes.pop(member, None)
-        self._writes[member] = score
+        self._queue(member, score)
         if not self._closed and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.get_running_loop().create_task(self._flush_queued(),
                                                                    name=f"timer-writes-{self.node_id}")

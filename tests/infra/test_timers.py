@@ -85,9 +85,9 @@ async def test_the_hot_path_schedules_and_cancels_without_a_coroutine(make_timer
         timers.cancel_now("m1", phase)
     timers.schedule_now("m2", 1, start + 5)
     timers.schedule_now("m2", 1, start + 0.1)  # moved earlier before anything was written
-    assert await wait_until(lambda: len(fired) == 2, timeout=3.0)
-    await asyncio.sleep(0.3)  # a negative check: the cancelled 49 do not follow
-    assert sorted((m, p) for _, m, p, _ in fired) == [("m1", 0), ("m2", 1)]
+    timers.schedule_now("last", 1, start + 0.4)  # due after the cancelled 49 would have been
+    assert await wait_until(lambda: any(m == "last" for _, m, _, _ in fired), timeout=3.0)
+    assert sorted((m, p) for _, m, p, _ in fired if m != "last") == [("m1", 0), ("m2", 1)]
 
 
 async def test_owns_filter_skips_other_matches(make_timers):
@@ -184,47 +184,45 @@ async def test_entries_of_matches_a_node_does_not_own_are_left_for_their_owner(m
 
 @pytest.mark.redis
 @pytest.mark.parametrize("kind", ["redis"], indirect=True)
-async def test_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers, proxy):
+@pytest.mark.parametrize("hot_path", [False, True], ids=["awaited", "hot-path"])
+async def test_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers, proxy, hot_path):
+    """``schedule``/``cancel`` awaited, or ``schedule_now``/``cancel_now`` (the runtime's hot path)."""
     timers = await make_timers("n1", url=proxy.url)
     fired: list = []
     recorder(timers, fired)
-    await timers.schedule("warm", 1, time.time())
+
+    async def schedule(match_id: str, due_at: float) -> None:
+        if hot_path:
+            timers.schedule_now(match_id, 1, due_at)
+        else:
+            await timers.schedule(match_id, 1, due_at)
+
+    async def cancel(match_id: str) -> None:
+        if hot_path:
+            timers.cancel_now(match_id, 1)
+        else:
+            await timers.cancel(match_id, 1)
+
+    await schedule("warm", time.time())
     assert await wait_until(lambda: fired, timeout=1.0)
     proxy.refusing = True
     proxy.cut()
     t0 = time.monotonic()
-    await timers.schedule("m1", 1, time.time() + 0.1)  # must not raise
-    await timers.schedule("m2", 1, time.time() + 0.1)
-    await timers.cancel("m2", 1)
+    due = time.time() + 0.1
+    await schedule("m1", due)  # must not raise
+    await schedule("m2", due)
+    await cancel("m2")
     assert time.monotonic() - t0 < 20
-    await asyncio.sleep(0.3)
+    # polls failing after m1 was due: the node tried to claim it and could not
+    errors = timers.poll_errors
+    assert await wait_until(lambda: time.time() > due + 0.05 and timers.poll_errors > errors, timeout=5.0)
     assert len(fired) == 1
     proxy.refusing = False
     assert await wait_until(lambda: len(fired) == 2, timeout=8.0)
-    await asyncio.sleep(0.1)
-    assert [m for _, m, _, _ in fired] == ["warm", "m1"]
+    await schedule("last", time.time())  # claimed after m1, and after m2 had it not been cancelled
+    assert await wait_until(lambda: len(fired) == 3, timeout=3.0)
+    assert [m for _, m, _, _ in fired if m != "last"] == ["warm", "m1"]
     assert timers.poll_errors > 0
-
-
-@pytest.mark.redis
-@pytest.mark.parametrize("kind", ["redis"], indirect=True)
-async def test_hot_path_writes_during_a_redis_outage_are_kept_and_fire_later(make_timers, proxy):
-    timers = await make_timers("n1", url=proxy.url)
-    fired: list = []
-    recorder(timers, fired)
-    timers.schedule_now("warm", 1, time.time())
-    assert await wait_until(lambda: fired, timeout=1.0)
-    proxy.refusing = True
-    proxy.cut()
-    timers.schedule_now("m1", 1, time.time() + 0.1)  # must not raise
-    timers.schedule_now("m2", 1, time.time() + 0.1)
-    timers.cancel_now("m2", 1)
-    await asyncio.sleep(0.3)
-    assert len(fired) == 1
-    proxy.refusing = False
-    assert await wait_until(lambda: len(fired) == 2, timeout=8.0)
-    await asyncio.sleep(0.1)
-    assert [m for _, m, _, _ in fired] == ["warm", "m1"]
 
 
 @pytest.mark.redis

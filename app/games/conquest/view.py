@@ -181,6 +181,14 @@ def _table_card(dealt: Dealt | None) -> dict[str, Any] | None:
     return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
 
 
+def _table_piece(parts: dict[Any, Any], key: str, dealt: Dealt | None) -> dict[str, Any] | None:
+    """:func:`_table_card` of ``dealt``, kept in ``parts`` as ``key`` while ``dealt`` is the same card."""
+    if dealt is None:
+        return None
+    kept = _part(parts, key, (dealt,))
+    return kept if kept is not None else _keep(parts, key, (dealt,), _table_card(dealt))
+
+
 def _battle_parts(battle: Battle) -> dict[Any, Any]:
     """The pieces of ``battle``'s views kept across viewers and positions (``view_memo["parts"]``,
     carried over by :meth:`Battle.copy`, each checked against what it was built from)."""
@@ -264,19 +272,13 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         flop = _part(parts, "flop", (battle.flop,))
         if flop is None:
             flop = _keep(parts, "flop", (battle.flop,), _flop_wire(battle))
-    turn_wire = None if turn is None else _part(parts, "turn", (turn,))
-    if turn_wire is None and turn is not None:
-        turn_wire = _keep(parts, "turn", (turn,), _table_card(turn))
-    river_wire = None if river is None else _part(parts, "river", (river,))
-    if river_wire is None and river is not None:
-        river_wire = _keep(parts, "river", (river,), _table_card(river))
     built = {
         "land": battle.land,
         "holder": _who(battle.holder),
         "stage": stage,
         "flop": flop,
-        "turn": turn_wire,
-        "river": river_wire,
+        "turn": _table_piece(parts, "turn", turn),
+        "river": _table_piece(parts, "river", river),
         "participants": _shared(parts, ("participants", *map(id, participants)), tuple(participants),
                                 participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
