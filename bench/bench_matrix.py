@@ -248,6 +248,10 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
             args.stall_dump_dir.mkdir(parents=True, exist_ok=True)
             env.update({"BENCH_STALL_DUMP_MS": str(args.stall_dump_ms),
                         "BENCH_STALL_DUMP_PATH": str(args.stall_dump_dir / f"stalls-{mode}.txt")})
+        if args.slow_callback_ms:  # asyncio debug mode: every callback longer than this, logged
+            args.stall_dump_dir.mkdir(parents=True, exist_ok=True)
+            env.update({"BENCH_SLOW_CALLBACK_MS": str(args.slow_callback_ms),
+                        "BENCH_SLOW_CALLBACK_PATH": str(args.stall_dump_dir / f"slow-callbacks-{mode}.txt")})
         if prod:
             env.update(prod.create())
             db_url = env.pop("BANNERFALL_DATABASE_URL")
@@ -404,6 +408,7 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         if args.open_seconds and rate > 0:
             phases["open"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
                                                          "rate": rate})
+        profile = profile_cell(server, gens, game, mode, args, work) if args.profile else None
         c = phases["closed"]
         sockets = ready["sockets"]
         measured = [p for k, p in phases.items() if k != "warmup"]
@@ -464,10 +469,35 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
             "setup_s": {"matches": round(made["wall_s"], 1), "spares": round(made_spares["wall_s"], 1),
                         "sockets": round(t_connected - t_created, 1)},
             "phases": phases,
+            "profile": profile,
         }
     finally:
         for g in gens:
             g.quit()
+
+
+def profile_cell(server: bs.Server, gens: list[bs.Generator], game: str, mode: str,
+                 args: argparse.Namespace, work: Path) -> dict[str, Any] | None:
+    """``--profile S``: one more closed-loop phase of S seconds with ``py-spy record`` on the server
+    (not counted in the row's figures); prints the top frames and returns the summary (or None)."""
+    out = Path(tempfile.gettempdir()) / f"bannerfall-{game}-{mode}.speedscope.json"
+    spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
+                            "-r", "100", "-f", "speedscope", "-o", str(out)]
+                           + (["--native"] if args.profile_native else ["--nonblocking"]),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.profile + 2})
+    spy.wait(60)
+    if not out.exists():
+        print(f"  py-spy wrote nothing: {spy.stderr.read() if spy.stderr else ''}", flush=True)
+        return None
+    prof = bs.summarize_speedscope(out)
+    print(f"  profile {out}; threads {prof['threads']}\n  cumulative % of the loop thread:", flush=True)
+    for name, pct in prof["cumulative"]:
+        print(f"    {pct:5.1f}%  {name}")
+    print("  self %:")
+    for name, pct in prof["self"][:25]:
+        print(f"    {pct:5.1f}%  {name}", flush=True)
+    return {"file": str(out), **prof}
 
 
 # ---------------------------------------------------------------------------- report
@@ -645,6 +675,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="write every thread's stack whenever the server's event loop stalls longer than this "
                          "(faulthandler's watchdog, which needs no GIL: collections and long C calls too; "
                          "at least 20); 0: off")
+    ap.add_argument("--slow-callback-ms", type=float, default=0.0,
+                    help="asyncio debug mode on the server: log every callback longer than this to "
+                         "--stall-dump-dir/slow-callbacks-MODE.txt (slows the server: diagnosis only)")
     ap.add_argument("--stall-dump-dir", type=Path, default=Path("/tmp/bannerfall-stalls"),
                     help="where --stall-dump-ms writes stalls-<mode>.txt (appended)")
     ap.add_argument("--rooms", type=int, default=50, help="reference rooms of 4 clients")
@@ -672,6 +705,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="Redis for production mode (a fresh key prefix, its keys deleted afterwards)")
     ap.add_argument("--server-core", type=int, default=0)
     ap.add_argument("--generator-core", type=int, default=1)
+    ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
+                    help="after each cell's phases, py-spy the server for this long under closed-loop load")
+    ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
+    ap.add_argument("--keep-tmp", action="store_true", help="keep the work directory (server logs, GC and lag logs)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--md-out", type=Path, default=None, help="write the table as markdown here too")
     bench_spectators.add_arguments(ap)
@@ -741,7 +778,10 @@ def main() -> None:
                                        generator_core=args.generator_core, wait_quiet=0.0)
             spectators = bench_spectators.run_all(sargs, tmp / "spectators")
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep_tmp:
+            print(f"kept {tmp} (server logs, GC and lag logs)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     checks = targets(refs, rows, spectators)
     md = table(refs, rows)
     if rows:

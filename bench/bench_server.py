@@ -480,7 +480,18 @@ if lag_path:
                 lag_out.write('%.3f %.3f\\n' % (time.time(), worst))
                 worst, last = 0.0, time.perf_counter()
     _serve = uvicorn.Server.serve
+    slow_ms = float(os.environ.get('BENCH_SLOW_CALLBACK_MS') or 0)
     async def serve(self, sockets=None):
+        if slow_ms:
+            # asyncio's (and uvloop's) debug mode logs every callback that ran longer than this,
+            # with its handle (which task, which protocol callback): one long callback or a burst
+            import logging
+            h = logging.FileHandler(os.environ['BENCH_SLOW_CALLBACK_PATH'])
+            h.setFormatter(logging.Formatter('%(created).3f %(message)s'))
+            logging.getLogger('asyncio').addHandler(h)
+            loop = asyncio.get_running_loop()
+            loop.set_debug(True)
+            loop.slow_callback_duration = slow_ms / 1000
         task = asyncio.ensure_future(_lag_monitor())
         try:
             await _serve(self, sockets=sockets)
