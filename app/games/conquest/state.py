@@ -167,7 +167,7 @@ class Battle:
         self.result: str | None = None
         self.finalists: tuple[int, ...] = ()
         self.ranks: dict[int, int] = {}
-        self.view_memo: dict[Any, dict[str, Any]] | None = None  # made by the first view
+        self.view_memo: dict[Any, Any] | None = None  # made by the first view
         # section 5 (empty without specials; replaced, never changed in place):
         self.jokers: dict[int, str] = {}  # seat -> token of the hand card it turned into a joker (5.3.2.3)
         self.joker_cards: dict[int, int] = {}  # seat -> the card its joker became at the final
@@ -196,7 +196,7 @@ class Battle:
         new.ranks = self.ranks
         # the pieces of the views, each checked against what it was built from (view._part)
         parts = self.view_memo.get("parts") if self.view_memo else None
-        new.view_memo = {"parts": dict(parts)} if parts else None
+        new.view_memo = {"parts": parts.copy()} if parts else None
         new.jokers = self.jokers
         new.joker_cards = self.joker_cards
         new.kept = self.kept

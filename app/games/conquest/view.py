@@ -146,26 +146,62 @@ def _who(seat: int) -> int | str:
     return "neutral" if seat == NEUTRAL else seat
 
 
-def _part(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...]) -> Any:
-    """The piece ``key`` of a battle's views if its ``inputs`` are the same objects as when it was
-    kept (:func:`_keep`), else None: an unchanged piece is the same object for every viewer and from
-    position to position, so the runtime's diff skips it by identity or walks it once for all.
-    (No builder callbacks: a closure compiled by mypyc is a reference cycle, cyclic garbage on
-    every view; 1 Dec 2026.)"""
-    last = parts.get(key)
-    if last is not None and len(last[0]) == len(inputs) and all(
-            a is b for a, b in zip(last[0], inputs, strict=True)):
-        return last[1]
+class _Parts:
+    """The pieces of one battle's views kept across viewers and positions (``view_memo["parts"]``,
+    carried over by :meth:`Battle.copy`): ``values[key]`` was built from ``inputs[key]`` (one
+    object, or a tuple of several). Keys are ints (:func:`_seat_key` and friends), and a piece's
+    value and inputs sit in two dicts, not in a key tuple and a pair: what a collection walks per
+    kept piece is its inputs tuple at most (2 Dec 2026: the memo's tuples were 40 % of a Conquest
+    match's young objects). A key shared by two pieces by chance only costs a rebuild: a piece is
+    returned only when its inputs are the very objects it was built from."""
+
+    __slots__ = ("inputs", "values")
+
+    def __init__(self, inputs: dict[int, Any], values: dict[int, Any]) -> None:
+        self.inputs = inputs
+        self.values = values
+
+    def copy(self) -> _Parts:
+        return _Parts(dict(self.inputs), dict(self.values))
+
+
+#: small keys of the pieces kept once per battle
+_FLOP, _TURN, _RIVER = 3, 4, 5
+
+
+def _seat_key(seat: int, kind: int) -> int:
+    """The key of seat ``seat``'s hand piece of ``kind`` (1: shown, 2: hidden); seats from -1."""
+    return (seat + 1) * 8 + kind
+
+
+def _object_key(obj: Any, seat: int) -> int:
+    """A key naming ``obj`` (alive while kept: its inputs hold it) and ``seat`` (-1..13)."""
+    return id(obj) * 16 + seat + 2
+
+
+def _part(parts: _Parts, key: int, inputs: Any) -> Any:
+    """The piece ``key`` of a battle's views if its ``inputs`` are the same object(s) as when it was
+    kept (:func:`_keep`; a tuple: each member the same), else None: an unchanged piece is the same
+    object for every viewer and from position to position, so the runtime's diff skips it by
+    identity or walks it once for all. (No builder callbacks: a closure compiled by mypyc is a
+    reference cycle, cyclic garbage on every view; 1 Dec 2026.)"""
+    last = parts.inputs.get(key)
+    if last is None:
+        return None
+    if last is inputs or (type(inputs) is tuple and type(last) is tuple and len(last) == len(inputs)
+                          and all(a is b for a, b in zip(last, inputs, strict=True))):
+        return parts.values[key]
     return None
 
 
-def _keep(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], value: Any) -> Any:
+def _keep(parts: _Parts, key: int, inputs: Any, value: Any) -> Any:
     """Keep ``value`` as the piece ``key`` built from ``inputs`` (see :func:`_part`); returns it."""
-    parts[key] = (inputs, value)
+    parts.inputs[key] = inputs
+    parts.values[key] = value
     return value
 
 
-def _shared(parts: dict[Any, Any], key: Any, inputs: tuple[Any, ...], value: Any) -> Any:
+def _shared(parts: _Parts, key: int, inputs: Any, value: Any) -> Any:
     """The kept piece ``key`` if its ``inputs`` are the same objects, else ``value`` (now kept)."""
     last = _part(parts, key, inputs)
     return last if last is not None else _keep(parts, key, inputs, value)
@@ -181,15 +217,15 @@ def _table_card(dealt: Dealt | None) -> dict[str, Any] | None:
     return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
 
 
-def _table_piece(parts: dict[Any, Any], key: str, dealt: Dealt | None) -> dict[str, Any] | None:
+def _table_piece(parts: _Parts, key: int, dealt: Dealt | None) -> dict[str, Any] | None:
     """:func:`_table_card` of ``dealt``, kept in ``parts`` as ``key`` while ``dealt`` is the same card."""
     if dealt is None:
         return None
-    kept = _part(parts, key, (dealt,))
-    return kept if kept is not None else _keep(parts, key, (dealt,), _table_card(dealt))
+    kept = _part(parts, key, dealt)
+    return kept if kept is not None else _keep(parts, key, dealt, _table_card(dealt))
 
 
-def _battle_parts(battle: Battle) -> dict[Any, Any]:
+def _battle_parts(battle: Battle) -> _Parts:
     """The pieces of ``battle``'s views kept across viewers and positions (``view_memo["parts"]``,
     carried over by :meth:`Battle.copy`, each checked against what it was built from)."""
     memo = battle.view_memo
@@ -197,7 +233,7 @@ def _battle_parts(battle: Battle) -> dict[Any, Any]:
         memo = battle.view_memo = {}
     parts = memo.get("parts")
     if parts is None:
-        parts = memo["parts"] = {}
+        parts = memo["parts"] = _Parts({}, {})
     return parts
 
 
@@ -223,19 +259,19 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             else:
                 shown = [_card(dealt, False, True) for dealt in hand]
         elif hand_visible(state, battle, seat, viewer):
-            shown = _part(parts, ("shown", seat), (hand,)) if parts is not None else None
+            shown = _part(parts, _seat_key(seat, 1), hand) if parts is not None else None
             if shown is None:
                 shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
                 if parts is not None:
-                    _keep(parts, ("shown", seat), (hand,), shown)
+                    _keep(parts, _seat_key(seat, 1), hand, shown)
             if specials and seat != viewer and seat not in finalists:
                 reason = hand_seen(state, battle, seat, viewer)
                 for seen_card in shown:
                     seen_card["seen"] = reason
         elif parts is not None:
-            shown = _part(parts, ("hidden", seat), (hand,))
+            shown = _part(parts, _seat_key(seat, 2), hand)
             if shown is None:
-                shown = _keep(parts, ("hidden", seat), (hand,), [{"hidden": True} for _ in hand])
+                shown = _keep(parts, _seat_key(seat, 2), hand, [{"hidden": True} for _ in hand])
         else:
             shown = [{"hidden": True} for _ in hand]
         if specials and shown is not None:
@@ -255,7 +291,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
         if parts is not None:  # the same entry object while it shows the same (hand by identity)
-            entry = _shared(parts, ("entry", seat, id(shown)), (shown, *entry.values()), entry)
+            entry = _shared(parts, _object_key(shown, seat), (shown, *entry.values()), entry)
         participants.append(entry)
     stage = battle.stage
     turn, river = battle.turn, battle.river
@@ -269,22 +305,22 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         }
     flop = None
     if stage != STAGE_ASSIGN:
-        flop = _part(parts, "flop", (battle.flop,))
+        flop = _part(parts, _FLOP, battle.flop)
         if flop is None:
-            flop = _keep(parts, "flop", (battle.flop,), _flop_wire(battle))
+            flop = _keep(parts, _FLOP, battle.flop, _flop_wire(battle))
     built = {
         "land": battle.land,
         "holder": _who(battle.holder),
         "stage": stage,
         "flop": flop,
-        "turn": _table_piece(parts, "turn", turn),
-        "river": _table_piece(parts, "river", river),
-        "participants": _shared(parts, ("participants", *map(id, participants)), tuple(participants),
+        "turn": _table_piece(parts, _TURN, turn),
+        "river": _table_piece(parts, _RIVER, river),
+        "participants": _shared(parts, hash(tuple(map(id, participants))), tuple(participants),
                                 participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
-    return _shared(parts, ("battle", id(built["participants"])), tuple(built.values()), built)
+    return _shared(parts, _object_key(built["participants"], -2), tuple(built.values()), built)
 
 
 def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
@@ -413,17 +449,18 @@ def view(state: State, viewer: int) -> dict[str, Any]:
     docs/games/conquest.md, "View"). Read-only: parts are shared between views (module docstring)."""
     admin = viewer == ADMIN
     memo = state.view_memo
-    key: Any = ("lands", admin)
+    # the memo's keys are strings and ints (no tuple kept per position for the collector to walk)
+    key: Any = "lands_admin" if admin else "lands"
     lands = memo.get(key)
     if lands is None:
         lands = memo[key] = _lands(state, admin)
     if viewer >= 0 and (viewer in state.active or viewer in state.scouted):  # section 5 reveals
-        key = ("seen_lands", viewer)
+        key = 100 + viewer  # seen lands
         seen = memo.get(key)
         if seen is None:
             seen = memo[key] = _seen_lands(state, viewer, lands)
         lands = seen
-    key = ("battles", viewer)
+    key = 200 + viewer  # battles (viewer from -2)
     battles = memo.get(key)
     if battles is None:
         battles = memo[key] = _battles(state, viewer, admin)
@@ -438,7 +475,7 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         )
     # the seats part is the same for every viewer: built once per position and set of submissions
     # (``submitted``; the memo is shared by states that differ only in ``submissions``)
-    key = ("seats", frozenset(state.submissions))
+    key = 1000 + sum(1 << seat for seat in state.submissions)  # seats, by who submitted
     seats = memo.get(key)
     if seats is None:
         seats = memo[key] = _seats(state, public[3])
