@@ -408,7 +408,8 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
         if args.open_seconds and rate > 0:
             phases["open"] = bs.run_phase(server, gens, {"cmd": "run", "mode": "open", "seconds": args.open_seconds,
                                                          "rate": rate})
-        profile = profile_cell(server, gens, game, mode, args, work) if args.profile else None
+        profile = (profile_cell(server, gens, game, mode, args, work, phases["closed"]["acks_per_s"])
+                   if args.profile else None)
         c = phases["closed"]
         sockets = ready["sockets"]
         measured = [p for k, p in phases.items() if k != "warmup"]
@@ -477,15 +478,19 @@ def measure_game(server: bs.Server, game: str, mode: str, args: argparse.Namespa
 
 
 def profile_cell(server: bs.Server, gens: list[bs.Generator], game: str, mode: str,
-                 args: argparse.Namespace, work: Path) -> dict[str, Any] | None:
+                 args: argparse.Namespace, work: Path, closed_rate: float) -> dict[str, Any] | None:
     """``--profile S``: one more closed-loop phase of S seconds with ``py-spy record`` on the server
     (not counted in the row's figures); prints the top frames and returns the summary (or None)."""
     out = Path(tempfile.gettempdir()) / f"bannerfall-{game}-{mode}.speedscope.json"
     spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
-                            "-r", "100", "-f", "speedscope", "-o", str(out)]
-                           + (["--native"] if args.profile_native else ["--nonblocking"]),
+                            "-r", str(args.profile_rate), "-f", "speedscope", "-o", str(out)]
+                           + (["--native"] if args.profile_native else ["--nonblocking"])
+                           + (["--idle"] if args.profile_idle else []),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    bs.run_phase(server, gens, {"cmd": "run", "mode": "closed", "seconds": args.profile + 2})
+    cmd: dict[str, Any] = {"cmd": "run", "mode": args.profile_phase, "seconds": args.profile + 2}
+    if args.profile_phase == "open":  # at the open phase's rate: half the closed loop's
+        cmd["rate"] = 0.5 * closed_rate
+    bs.run_phase(server, gens, cmd)
     spy.wait(60)
     if not out.exists():
         print(f"  py-spy wrote nothing: {spy.stderr.read() if spy.stderr else ''}", flush=True)
@@ -708,6 +713,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
                     help="after each cell's phases, py-spy the server for this long under closed-loop load")
     ap.add_argument("--profile-native", action="store_true", help="py-spy --native (C frames too)")
+    ap.add_argument("--profile-phase", choices=("closed", "open"), default="closed",
+                    help="the load under py-spy: closed loop, or open loop at half the closed loop's rate")
+    ap.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
+    ap.add_argument("--profile-idle", action="store_true",
+                    help="py-spy --idle: idle samples too (in order, so runs of busy samples show the loop's stalls)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the work directory (server logs, GC and lag logs)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--md-out", type=Path, default=None, help="write the table as markdown here too")
