@@ -201,10 +201,16 @@ def _keep(parts: _Parts, key: int, inputs: Any, value: Any) -> Any:
     return value
 
 
-def _shared(parts: _Parts, key: int, inputs: Any, value: Any) -> Any:
-    """The kept piece ``key`` if its ``inputs`` are the same objects, else ``value`` (now kept)."""
-    last = _part(parts, key, inputs)
-    return last if last is not None else _keep(parts, key, inputs, value)
+def _equal_kept(parts: _Parts, key: int, value: Any) -> Any:
+    """The kept piece ``key`` if it equals ``value`` (``==`` in C: its members are mostly the very
+    same objects, which compare without a walk), else ``value``, now kept. For the pieces made of
+    other pieces and scalars (a participant's entry, the participants, the battle): no inputs tuple
+    kept for them. Views never hold ``True`` where an equal ``1`` could be, so equal is the same JSON."""
+    kept = parts.values.get(key)
+    if kept is not None and kept == value:
+        return kept
+    parts.values[key] = value
+    return value
 
 
 def _flop_wire(battle: Battle) -> list[dict[str, Any]] | None:
@@ -291,7 +297,7 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
         if parts is not None:  # the same entry object while it shows the same (hand by identity)
-            entry = _shared(parts, _object_key(shown, seat), (shown, *entry.values()), entry)
+            entry = _equal_kept(parts, _object_key(shown, seat), entry)
         participants.append(entry)
     stage = battle.stage
     turn, river = battle.turn, battle.river
@@ -315,12 +321,11 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
         "flop": flop,
         "turn": _table_piece(parts, _TURN, turn),
         "river": _table_piece(parts, _RIVER, river),
-        "participants": _shared(parts, hash(tuple(map(id, participants))), tuple(participants),
-                                participants),
+        "participants": _equal_kept(parts, hash(tuple(map(id, participants))), participants),
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
-    return _shared(parts, _object_key(built["participants"], -2), tuple(built.values()), built)
+    return _equal_kept(parts, _object_key(built["participants"], -2), built)
 
 
 def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
