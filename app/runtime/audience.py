@@ -98,5 +98,12 @@ class AudienceBook:
 
 
 def audience_events(version: int, events: Sequence[Event], viewer: int) -> list[dict[str, Any]]:
-    """The events of one record that ``viewer`` may see, tagged ``v`` = its audience's ``version``."""
-    return [{"v": version, **e.to_wire()} for e in events if e.visible_to(viewer)]
+    """The events of one record that ``viewer`` may see (``Event.visible_to``), tagged ``v`` = its
+    audience's ``version``: ``{"v", "type", **data}`` (``Event.to_wire`` with ``v`` first), built in
+    one dict each, without a Python-level call per event and audience."""
+    out: list[dict[str, Any]] = []
+    for e in events:
+        audience = e.audience
+        if audience is None or viewer == ADMIN or viewer in audience:
+            out.append({"v": version, "type": e.type, **e.data})
+    return out

@@ -215,7 +215,8 @@ def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
                 or entry[3] is not frontline or entry[4] is not was_attacked or entry[5] is not was_received):
             shown = [c.public for c in garrison if c.value is not None]
             full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
-            base = {"id": p, "q": q, "r": r, "adjacent": adjacent[:], "owner": owner, "age": age}
+            # the board's own list (made once per board; views are read-only)
+            base = {"id": p, "q": q, "r": r, "adjacent": adjacent, "owner": owner, "age": age}
             tail = {"frontline": frontline, "attacked": was_attacked}
             stamp += 1
             entry = last[p] = [
