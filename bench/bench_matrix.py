@@ -482,11 +482,8 @@ def profile_cell(server: bs.Server, gens: list[bs.Generator], game: str, mode: s
     """``--profile S``: one more closed-loop phase of S seconds with ``py-spy record`` on the server
     (not counted in the row's figures); prints the top frames and returns the summary (or None)."""
     out = Path(tempfile.gettempdir()) / f"bannerfall-{game}-{mode}.speedscope.json"
-    spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
-                            "-r", str(args.profile_rate), "-f", "speedscope", "-o", str(out)]
-                           + (["--native"] if args.profile_native else ["--nonblocking"])
-                           + (["--idle"] if args.profile_idle else []),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    spy = bs.start_py_spy(server.pid, args.profile, out, rate=args.profile_rate, native=args.profile_native,
+                          idle=args.profile_idle)
     cmd: dict[str, Any] = {"cmd": "run", "mode": args.profile_phase, "seconds": args.profile + 2}
     if args.profile_phase == "open":  # at the open phase's rate: half the closed loop's
         cmd["rate"] = 0.5 * closed_rate
@@ -496,12 +493,7 @@ def profile_cell(server: bs.Server, gens: list[bs.Generator], game: str, mode: s
         print(f"  py-spy wrote nothing: {spy.stderr.read() if spy.stderr else ''}", flush=True)
         return None
     prof = bs.summarize_speedscope(out)
-    print(f"  profile {out}; threads {prof['threads']}\n  cumulative % of the loop thread:", flush=True)
-    for name, pct in prof["cumulative"]:
-        print(f"    {pct:5.1f}%  {name}")
-    print("  self %:")
-    for name, pct in prof["self"][:25]:
-        print(f"    {pct:5.1f}%  {name}", flush=True)
+    bs.print_profile(out, prof, self_rows=25, indent="  ")
     return {"file": str(out), **prof}
 
 

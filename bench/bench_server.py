@@ -636,6 +636,28 @@ def show(name: str, r: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------- profile summary
+def start_py_spy(pid: int, seconds: float, out: Path, *, rate: int = 100, native: bool = False,
+                 idle: bool = False) -> subprocess.Popen:
+    """``py-spy record`` of process ``pid`` for ``seconds`` into the speedscope file ``out``;
+    ``native``: C frames too (the process is stopped at each sample), else ``--nonblocking``;
+    ``idle``: idle samples too."""
+    return subprocess.Popen(["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", str(rate),
+                             "-f", "speedscope", "-o", str(out)]
+                            + (["--native"] if native else ["--nonblocking"]) + (["--idle"] if idle else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def print_profile(out: Path, prof: dict[str, Any], self_rows: int = 20, indent: str = "") -> None:
+    """Print :func:`summarize_speedscope`'s ``prof`` of the file ``out``: the top frames."""
+    print(f"{indent}profile {out}; % of samples by thread: {prof['threads']}")
+    print(f"{indent}top frames by cumulative % of the event-loop thread ({prof['main_thread']}):")
+    for name, pct in prof["cumulative"]:
+        print(f"{indent}  {pct:5.1f}%  {name}")
+    print(f"{indent}top frames by self %:")
+    for name, pct in prof["self"][:self_rows]:
+        print(f"{indent}  {pct:5.1f}%  {name}", flush=True)
+
+
 def summarize_speedscope(path: Path, top: int = 30) -> dict[str, Any]:
     """Cumulative (frame anywhere on the stack, counted once per sample) and self (leaf) shares of
     the samples, per function (name + file), over the event loop thread (the one with most samples)
@@ -799,11 +821,7 @@ def main() -> None:
             show(f"open loop at {rate:.0f}/s", phases["open"])
         if args.profile:
             out = args.profile_out or tmp / "server.speedscope.json"
-            spy = subprocess.Popen(["py-spy", "record", "-p", str(server.pid), "-d", str(int(args.profile)),
-                                    "-r", "100", "-f", "speedscope", "-o", str(out)]
-                                   # native frames need the process stopped at each sample
-                                   + (["--native"] if args.profile_native else ["--nonblocking"]),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            spy = start_py_spy(server.pid, args.profile, out, native=args.profile_native)
             pcmd: dict[str, Any] = {"cmd": "run", "mode": args.profile_phase, "seconds": args.profile + 2}
             if args.profile_phase == "open":
                 pcmd["rate"] = args.open_rate or args.open_fraction * phases["closed"]["acks_per_s"]
@@ -813,13 +831,8 @@ def main() -> None:
             if out.exists():
                 prof = summarize_speedscope(out)
                 report["profile"] = {"file": str(out), **prof}
-                print(f"\nprofile {out}; % of samples by thread: {prof['threads']}")
-                print(f"top frames by cumulative % of the event-loop thread ({prof['main_thread']}):")
-                for name, pct in prof["cumulative"]:
-                    print(f"  {pct:5.1f}%  {name}")
-                print("top frames by self %:")
-                for name, pct in prof["self"][:20]:
-                    print(f"  {pct:5.1f}%  {name}")
+                print()
+                print_profile(out, prof)
             else:
                 print(f"py-spy wrote nothing: {spy.stderr.read() if spy.stderr else ''}")
         report["phases"] = phases

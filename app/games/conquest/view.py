@@ -148,12 +148,13 @@ def _who(seat: int) -> int | str:
 
 class _Parts:
     """The pieces of one battle's views kept across viewers and positions (``view_memo["parts"]``,
-    carried over by :meth:`Battle.copy`): ``values[key]`` was built from ``inputs[key]`` (one
-    object, or a tuple of several). Keys are ints (:func:`_seat_key` and friends), and a piece's
-    value and inputs sit in two dicts, not in a key tuple and a pair: what a collection walks per
-    kept piece is its inputs tuple at most (2 Dec 2026: the memo's tuples were 40 % of a Conquest
-    match's young objects). A key shared by two pieces by chance only costs a rebuild: a piece is
-    returned only when its inputs are the very objects it was built from."""
+    carried over by :meth:`Battle.copy`): a hand or table piece ``values[key]`` was built from the
+    state object ``inputs[key]`` (:func:`_part`); a composite piece has no inputs and is kept by
+    equality (:func:`_equal_kept`). Keys are ints (:func:`_seat_key` and friends) and values and
+    inputs sit in two dicts, not in key tuples and pairs: the collector walks nothing per kept piece
+    but the piece (2 Dec 2026: the memo's tuples were 40 % of a Conquest match's young objects). A
+    key shared by two pieces by chance only costs a rebuild: a piece is returned only for the very
+    object it was built from, or when it equals what was just built."""
 
     __slots__ = ("inputs", "values")
 
@@ -175,21 +176,18 @@ def _seat_key(seat: int, kind: int) -> int:
 
 
 def _object_key(obj: Any, seat: int) -> int:
-    """A key naming ``obj`` (alive while kept: its inputs hold it) and ``seat`` (-1..13)."""
+    """A key naming ``obj`` and ``seat`` (-2..13): ``obj`` stays alive while the piece kept under
+    the key holds it (an entry its hand, a battle its participants), so no other object takes its id."""
     return id(obj) * 16 + seat + 2
 
 
 def _part(parts: _Parts, key: int, inputs: Any) -> Any:
-    """The piece ``key`` of a battle's views if its ``inputs`` are the same object(s) as when it was
-    kept (:func:`_keep`; a tuple: each member the same), else None: an unchanged piece is the same
-    object for every viewer and from position to position, so the runtime's diff skips it by
-    identity or walks it once for all. (No builder callbacks: a closure compiled by mypyc is a
-    reference cycle, cyclic garbage on every view; 1 Dec 2026.)"""
-    last = parts.inputs.get(key)
-    if last is None:
-        return None
-    if last is inputs or (type(inputs) is tuple and type(last) is tuple and len(last) == len(inputs)
-                          and all(a is b for a, b in zip(last, inputs, strict=True))):
+    """The piece ``key`` of a battle's views if it was kept (:func:`_keep`) from the very object
+    ``inputs`` (a hand, the flop, a card), else None: an unchanged piece is the same object for
+    every viewer and from position to position, so the runtime's diff skips it by identity or walks
+    it once for all. (No builder callbacks: a closure compiled by mypyc is a reference cycle,
+    cyclic garbage on every view; 1 Dec 2026.)"""
+    if inputs is not None and parts.inputs.get(key) is inputs:
         return parts.values[key]
     return None
 
