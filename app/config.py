@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     socket_setup_seconds: float = Field(5.0, gt=0)
     #: Seconds a new socket has to send ``hello``.
     hello_timeout_seconds: float = Field(10.0, gt=0)
-    #: Group commit: the longest a log write waits for company, in milliseconds (0 = flush at once).
+    #: Group commit: a busy log writer waits this many milliseconds for company before its next
+    #: commit (0 = never); a record that finds it idle is committed at once (app/runtime/logwriter.py).
     commit_window_ms: float = Field(2.0, ge=0)
     #: Cyclic garbage collections on the server's own clock (app/gcpolicy.py), CPython's automatic
     #: collector being off after start-up: a young collection (what was made since the previous

@@ -116,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         writer = LogWriter(repo, window_ms=settings.commit_window_ms, max_batch=settings.commit_max_batch,
                            retry_seconds=settings.commit_retry_seconds, sends=ws_corked)
         writer.start()
+        app.state.metrics.log_stats = writer.stats
         backends = make_backends(settings.redis_url, settings.node, settings.redis_prefix,
                                  claim_seconds=settings.deadline_claim_seconds)
         # bots play in-process as local peers of their match's runner (app/runtime/bots.py)

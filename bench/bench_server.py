@@ -280,6 +280,21 @@ class Server:
         return out
 
 
+def histogram_quantiles(m0: dict[str, float], m1: dict[str, float], name: str,
+                        qs: tuple[float, ...] = (0.5, 0.9, 0.99)) -> dict[str, float | int | None]:
+    """Quantiles (ms, each the upper bound of its bucket) of what the server's Prometheus histogram
+    ``name`` observed between two ``/metrics`` reads (``Server.metrics``), and the count."""
+    prefix = name + '_bucket{le="'
+    bounds = sorted((float(k[len(prefix):-2]), k) for k in m1 if k.startswith(prefix))
+    cum = [(b, m1[k] - m0.get(k, 0.0)) for b, k in bounds]
+    total = cum[-1][1] if cum else 0.0
+    out: dict[str, float | int | None] = {"n": int(total)}
+    for q in qs:
+        found = next((b for b, c in cum if c >= q * total), None) if total else None
+        out[f"p{round(q * 100):d}_ms"] = None if found is None else found * 1000
+    return out
+
+
 def free_port() -> int:
     import socket
 
@@ -580,6 +595,10 @@ def run_phase(server: Server, gens: list[Generator], cmd: dict[str, Any], wait_q
         "commits_per_s": commits / wall,
         "records_per_s": records / wall,
         "mean_batch": records / commits if commits else None,
+        # the server's own view (bucket upper bounds): log record queued -> its delta and ack sent,
+        # and each group commit (app/metrics.py)
+        "server_durable": histogram_quantiles(m0, m1, "bannerfall_action_durable_seconds"),
+        "server_commit": histogram_quantiles(m0, m1, "bannerfall_log_commit_seconds"),
         "server_rss_mb": proc_rss_kb(server.pid) / 1024,
         "loadavg_before": load_before,
         "gc": gc_pauses(Path(server.env["BENCH_GC_LOG"]), epoch0, time.time()) if "BENCH_GC_LOG" in server.env else None,

@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, cast
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from app.db.repo import MatchWrite, Repository
+from app.metrics import LatencyBuckets
 from app.runtime.rows import LogRow, MatchUpdate
 
 log = logging.getLogger("bannerfall.log")
@@ -80,6 +81,10 @@ class LogWriterStats:
     dropped: int = 0
     last_batch: int = 0
     batch_sizes: deque = field(default_factory=lambda: deque(maxlen=1000))
+    #: seconds from a record's submit to its callback (``bannerfall_action_durable_seconds``)
+    durable: LatencyBuckets = field(default_factory=LatencyBuckets)
+    #: seconds per commit, retries included (``bannerfall_log_commit_seconds``)
+    commit: LatencyBuckets = field(default_factory=LatencyBuckets)
 
 
 class LogWriter:
@@ -128,36 +133,54 @@ class LogWriter:
         self._wakeup.set()
 
     async def _run(self) -> None:
+        """Commit, then deliver, in turn: a batch is what queued while the previous commit and its
+        callbacks ran, plus up to ``window`` of company when the writer is busy (it went straight
+        from one batch to the next); a record that finds the writer idle is committed at once. A
+        batch is formed only after the commit before it returned and its callbacks ran, so the
+        streams that failed there are marked and their later records are dropped, never written.
+        (Starting the next commit before delivering the last batch was measured and not kept:
+        docs/decisions.md, "Group commit".)"""
         while True:
             if not self._queue:
                 if self._closing:
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-                continue
-            if self.window and len(self._queue) < self.max_batch and not self._closing:
-                await asyncio.sleep(self.window)
-            batch: list[LogRecord] = []
-            dropped: list[LogRecord] = []
-            while self._queue and len(batch) < self.max_batch:
-                record = self._queue.popleft()
-                (dropped if record.stream.log_failed else batch).append(record)
-            results: dict[str, BaseException | None] = {}
-            if batch:
-                results = await self._commit(batch)
-            self.stats.dropped += len(dropped)
-            done: list[tuple[LogRecord, BaseException | None]] = [
-                (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
-            done += [(r, results.get(r.stream.match_id)) for r in batch]
-            sends = self.sends
-            for i, (record, error) in enumerate(done):
-                try:
-                    with sends():  # one write per socket for what this record sends (its delta and ack)
-                        record.on_durable(error)
-                except Exception:  # a callback must never stop the writer
-                    log.exception("on_durable callback failed")
-                if i % 32 == 31:
-                    await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
+                continue  # woken from idle: no window, a lone record is not delayed
+            batch, dropped = self._take()
+            results: dict[str, BaseException | None] = await self._commit(batch) if batch else {}
+            await self._deliver(batch, dropped, results)
+            if self.window and self._queue and len(self._queue) < self.max_batch and not self._closing:
+                await asyncio.sleep(self.window)  # busy: let the next batch gather company
+
+    def _take(self) -> tuple[list[LogRecord], list[LogRecord]]:
+        """The next batch off the queue, and the records of failed streams in it (not to be written)."""
+        batch: list[LogRecord] = []
+        dropped: list[LogRecord] = []
+        while self._queue and len(batch) < self.max_batch:
+            record = self._queue.popleft()
+            (dropped if record.stream.log_failed else batch).append(record)
+        return batch, dropped
+
+    async def _deliver(self, batch: list[LogRecord], dropped: list[LogRecord],
+                       results: dict[str, BaseException | None]) -> None:
+        """Run the callbacks of a committed batch (and of its dropped records) in submission order."""
+        now = time.monotonic()
+        observe = self.stats.durable.observe
+        self.stats.dropped += len(dropped)
+        done: list[tuple[LogRecord, BaseException | None]] = [
+            (r, StreamFailed("an earlier record of this match failed")) for r in dropped]
+        done += [(r, results.get(r.stream.match_id)) for r in batch]
+        sends = self.sends
+        for i, (record, error) in enumerate(done):
+            observe(now - record.submitted)
+            try:
+                with sends():  # one write per socket for what this record sends (its delta and ack)
+                    record.on_durable(error)
+            except Exception:  # a callback must never stop the writer
+                log.exception("on_durable callback failed")
+            if i % 32 == 31:
+                await asyncio.sleep(0)  # let sockets and REST breathe during a big fan-out
 
     async def _commit(self, batch: list[LogRecord]) -> dict[str, BaseException | None]:
         """Write ``batch``; returns the error of each match that failed (absent: committed). Marks
@@ -175,7 +198,8 @@ class LogWriter:
         errors: dict[str, BaseException | None] = {}
         # every record is answered within retry_seconds of its submit (plus one attempt), also when
         # it queued behind a batch that spent its own retries: the budget counts from the oldest
-        budget = self.retry_seconds - (time.monotonic() - min(r.submitted for r in batch))
+        began = time.monotonic()
+        budget = self.retry_seconds - (began - min(r.submitted for r in batch))
         streams = {w.match_id: s for s, w in groups.values()}
         try:
             refused = await self._with_retries(writes, budget, streams)
@@ -207,6 +231,7 @@ class LogWriter:
         if errors:
             self.stats.failures += 1
         written = len(batch) - failed_records
+        self.stats.commit.observe(time.monotonic() - began)
         if written:
             self.stats.commits += 1
             self.stats.records += written
@@ -252,8 +277,8 @@ class LogWriter:
         returns the refused ids plus those that may not write (lease lapsed)."""
         lapsed = {w.match_id for w in writes if not _may_write((streams or {}).get(w.match_id))}
         try:
-            refused = await asyncio.wait_for(
-                self.repo.commit_batch([w for w in writes if w.match_id not in lapsed]), timeout)
+            async with asyncio.timeout(timeout):  # in this task (wait_for would start another)
+                refused = await self.repo.commit_batch([w for w in writes if w.match_id not in lapsed])
         except Exception:
             self.unhealthy = True
             raise

@@ -18,3 +18,6 @@ def test_fault_metrics_are_exported(tmp_path):
     for name in ("bannerfall_log_pending", "bannerfall_log_failures_total", "bannerfall_log_fenced_total",
                  "bannerfall_log_dropped_total", "bannerfall_match_recoveries_total", "bannerfall_takeovers_total"):
         assert re.search(rf"^{name} 0(\.0)?$", text, re.M), name
+    # the action path's histograms are there before any action (counts 0)
+    for name in ("bannerfall_action_durable_seconds_count", "bannerfall_log_commit_seconds_count"):
+        assert re.search(rf"^{name} 0(\.0)?$", text, re.M), name

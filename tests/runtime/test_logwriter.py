@@ -18,8 +18,9 @@ class Stream:
 
 class TwinRepo:
     """``commit_batch`` keeps what it is given; ``gate`` holds a commit until set; ``fail`` makes the
-    next commits raise it; ``collide`` names a match whose rows raise IntegrityError;
-    ``refuse`` names matches the fencing check refuses."""
+    next commits raise it (only those holding a match of ``fail_only``, when given); ``collide``
+    names a match whose rows raise IntegrityError; ``refuse`` names matches the fencing check
+    refuses."""
 
     def __init__(self) -> None:
         self.log: dict[str, list[int]] = {}
@@ -27,6 +28,7 @@ class TwinRepo:
         self.gate: asyncio.Event | None = None
         self.entered = asyncio.Event()
         self.fail: BaseException | None = None
+        self.fail_only: set[str] | None = None
         self.collide: str | None = None
         self.refuse: set[str] = set()
 
@@ -35,7 +37,7 @@ class TwinRepo:
         self.entered.set()
         if self.gate is not None:
             await self.gate.wait()
-        if self.fail is not None:
+        if self.fail is not None and (self.fail_only is None or self.fail_only & {g.match_id for g in groups}):
             raise self.fail
         if self.collide in {g.match_id for g in groups}:
             raise IntegrityError("INSERT", {}, Exception("duplicate key"))
@@ -71,18 +73,15 @@ async def test_after_a_failed_batch_a_queued_record_of_the_same_match_is_never_w
     a, b = Stream("a"), Stream("b")
     res = Results()
     res.expected = 3
-    first = res.cb("a", 1)
-
-    def a1_failed(exc):
-        first(exc)
-        repo.fail = None  # the database is back before the next batch forms
-
-    writer.submit(a, row("a", 1), None, a1_failed)
+    writer.submit(a, row("a", 1), None, res.cb("a", 1))
     await asyncio.wait_for(repo.entered.wait(), 5)  # the first batch (a:1) is committing
     writer.submit(a, row("a", 2), None, res.cb("a", 2))  # queued for the next batch
     writer.submit(b, row("b", 1), None, res.cb("b", 1))
+    # every commit holding a:1 fails (on every retry for 0.2 s); the next batch, formed as soon as
+    # that commit gave up (before a:1's callback runs: the commits are pipelined), must leave a:2 out
     repo.fail = OperationalError("COMMIT", {}, Exception("server closed the connection"))
-    repo.gate.set()  # a:1 fails on every retry for 0.2 s
+    repo.fail_only = {"a"}
+    repo.gate.set()
     await asyncio.wait_for(res.done.wait(), 5)
     await writer.stop()
     assert isinstance(res.got[("a", 1)], OperationalError)
@@ -196,3 +195,40 @@ async def test_a_stream_without_a_valid_lease_is_not_written():
     await writer.stop()
     assert isinstance(res.got[("paused", 1)], Fenced) and res.got[("healthy", 1)] is None
     assert repo.log == {"healthy": [1]} and paused.log_failed
+
+
+async def test_a_lone_record_is_not_delayed_and_a_busy_writer_waits_the_window_for_company():
+    """``window_ms``: a record that finds the writer idle is committed at once; records queued while
+    a commit and its callbacks ran wait the window after them and go in one commit."""
+    import time
+
+    repo = TwinRepo()
+    writer = LogWriter(repo, window_ms=200)  # type: ignore[arg-type]
+    writer.start()
+    got: dict[int, float] = {}
+    events = {i: asyncio.Event() for i in range(4)}
+
+    def cb(i):
+        def on_durable(exc):
+            assert exc is None
+            got[i] = time.monotonic()
+            events[i].set()
+            if i == 0:  # queued while record 0's callback runs: the writer is busy
+                writer.submit(Stream("b"), row("b", 1), None, cb(1))
+                writer.submit(Stream("c"), row("c", 1), None, cb(2))
+        return on_durable
+
+    t0 = time.monotonic()
+    writer.submit(Stream("a"), row("a", 1), None, cb(0))
+    await asyncio.wait_for(events[2].wait(), 5)
+    assert got[0] - t0 < 0.1  # the writer was idle: not delayed by the window
+    assert got[1] - got[0] >= 0.19 and got[2] - got[0] >= 0.19  # busy: the window's company
+    assert repo.calls == [["a"], ["b", "c"]]  # ... in one commit
+    await asyncio.sleep(0.25)
+    t3 = time.monotonic()
+    writer.submit(Stream("a"), row("a", 2), None, cb(3))
+    await asyncio.wait_for(events[3].wait(), 5)
+    await writer.stop()
+    assert got[3] - t3 < 0.1  # idle again: at once
+    assert sum(writer.stats.durable.counts) == 4 and writer.stats.durable.counts[-1] == 0
+    assert sum(writer.stats.commit.counts) == 3
