@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.names import DISPLAY_MAX
 from app.api.schemas import Error
 
 log = logging.getLogger("bannerfall.api")
@@ -159,6 +160,15 @@ def drop_tracebacks(exc: BaseException) -> None:
         todo += (item.__cause__, item.__context__)
 
 
+#: (field, pydantic error type) -> the code and sentence ``app.api.names.check_name`` gives the same
+#: refusal, so a display name too long or empty gets one code whether the schema or the name check
+#: finds it first
+_NAME_CODES: dict[tuple[str, str], tuple[str, str]] = {
+    ("name", "string_too_long"): ("name_too_long", f"names are at most {DISPLAY_MAX} characters"),
+    ("name", "string_too_short"): ("blank_name", "names need at least one visible character"),
+}
+
+
 def install(app: FastAPI) -> None:
     app.add_middleware(TextGuard)
 
@@ -177,10 +187,12 @@ def install(app: FastAPI) -> None:
         text = [d for d, e in zip(details, errors, strict=True) if e.get("type") in ("invalid_text", "string_unicode")]
         code = "invalid_text" if text else "invalid_request"
         shown = text[0] if text else first
-        return JSONResponse(
-            {"code": code, "message": f"{'.'.join(map(str, shown['loc']))}: {shown['msg']}", "details": details},
-            status_code=422,
-        )
+        message = f"{'.'.join(map(str, shown['loc']))}: {shown['msg']}"
+        if not text and errors:
+            named = _NAME_CODES.get((str(errors[0].get("loc", ("",))[-1]), str(errors[0].get("type"))))
+            if named is not None:  # a display name refused by its schema: the names' own codes (protocol.md)
+                code, message = named
+        return JSONResponse({"code": code, "message": message, "details": details}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from app.api.names import DISPLAY_MAX
+
 #: the most seats a game takes (the lobby's ``seats`` bound; seat numbers are below it)
 MAX_SEATS = 16
 
@@ -44,7 +46,7 @@ class Error(BaseModel):
 
 
 class PlayerCreate(StrictRequest):
-    name: Text = Field("guest", min_length=1, max_length=32)
+    name: Text = Field("guest", min_length=1, max_length=DISPLAY_MAX)
 
 
 class PlayerPublic(BaseModel):

@@ -15,7 +15,7 @@ import logging
 import socket
 import struct
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -489,7 +489,10 @@ async def _read_hello(ws: WebSocket, match_id: str, settings: Any, metrics: Any)
     try:
         value = decode(first, settings.max_message_bytes)
     except ProtocolError as exc:
-        value = None  # binary, too large or not JSON: answered as a missing hello
+        if exc.code == "message_too_large" and not nul:  # said as such, before hello too (protocol.md)
+            metrics.errors.labels("message_too_large").inc()
+            raise _Refused(error(exc.code, exc.message), CLOSE_UNAUTHORIZED) from None
+        value = None  # binary or not JSON: answered as a missing hello
         nul = nul or exc.code == "invalid_text"
     if nul:
         metrics.errors.labels("invalid_text").inc()
@@ -570,12 +573,23 @@ async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, A
         except ProtocolError as exc:
             if exc.code != "malformed_message":
                 metrics.errors.labels(exc.code).inc()
-            conn.push(encode(error(exc.code, exc.message)))
+            conn.push(encode(error(exc.code, exc.message, seq=_act_seq(frame) if exc.code == "invalid_text" else None)))
             continue
         if msg.get("type") == "act":
             metrics.actions.inc()
             conn.expect_answer(msg.get("seq"))
         send_on(msg)
+
+
+def _act_seq(frame: Mapping[str, Any]) -> int | None:
+    """The ``seq`` of an ``act`` refused for its text (a NUL): echoed, as every answer to an act is
+    (protocol.md); None for anything else. Only on that error's path: the frame is parsed again."""
+    try:
+        value = orjson.loads(frame.get("text") or "")
+    except orjson.JSONDecodeError:
+        return None
+    seq = value.get("seq") if isinstance(value, dict) and value.get("type") == "act" else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 2**62 else None
 
 
 async def serve_direct(scope: dict[str, Any], receive: Any, send: Any) -> bool:

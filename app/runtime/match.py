@@ -45,6 +45,17 @@ log = logging.getLogger("bannerfall.match")
 __all__ = ["CLOSE_MATCH_GONE", "CLOSE_REPLACED", "CLOSE_SLOW", "MatchRunner", "Peer"]
 
 
+def _stored_outcome(match: Mapping[str, Any]) -> Outcome | None:
+    """The outcome of an ended match as its row holds it (``{"ranks", "scores", "reason"}``, seats as
+    strings), for the ``ended`` of a match loaded after it ended (a rebuild, another node)."""
+    stored = match.get("outcome")
+    if not isinstance(stored, dict):
+        return None
+    return Outcome(ranks={int(k): v for k, v in stored.get("ranks", {}).items()},
+                   scores={int(k): v for k, v in stored.get("scores", {}).items()},
+                   reason=str(stored.get("reason", "")))
+
+
 class Peer(Protocol):
     """A connected viewer as the runtime sees it (a local socket, or a socket on another node)."""
 
@@ -144,7 +155,7 @@ class MatchRunner:
             cache = self._recent[seat] = RecentSeqs(self.RECENT_PER_SEAT)
             for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
                 cache.add(cseq, ver)
-        self.outcome: Outcome | None = game.outcome(state) if status == "running" else None
+        self.outcome: Outcome | None = game.outcome(state) if status == "running" else _stored_outcome(match)
         self.durable_prompts: list[dict[str, Any]] = self.public_prompts()
         self.durable_status = status
         self.failed = False
@@ -283,7 +294,8 @@ class MatchRunner:
         if version is not None:
             # ``version`` is the seat's audience version (docs/protocol.md)
             if version < 0 or version > self.book.versions[seat]:
-                peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq)))
+                peer.push(encode(error("bad_version", "version is not one the server sent", seq=client_seq,
+                                       version=self._durable_versions[seat])))
                 return
             seat_prompt = next((p for p in self.prompts if p.seat == seat), None)
             start = self._phase_start.get(seat_prompt.phase_id) if seat_prompt is not None else None

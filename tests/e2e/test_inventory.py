@@ -132,6 +132,10 @@ async def test_loadout_refusals_and_the_lobby_seat(server):
     async with await player(server.url, "host") as host, await player(server.url, "guest") as guest, \
             admin(server) as adm:
         hid, gid = (await host.me())["id"], (await guest.me())["id"]
+        info = httpx.get(server.url + "/api/v1/games/conquest", timeout=10).json()
+        props = info["options_schema"]["properties"]
+        assert props["loadouts"]["readOnly"] and props["special_costs"]["readOnly"]  # the server's: said so
+        assert not any(p.get("readOnly") for k, p in props.items() if k not in ("loadouts", "special_costs"))
         for reserved in ({"loadouts": [["scout"]]}, {"special_costs": {"scout": 0}}):
             with pytest.raises(ApiError) as e:
                 await host.create_lobby("conquest", 2, reserved)

@@ -81,11 +81,15 @@ async def test_bad_input_changes_nothing(server):
         other = 1 - turn
         version = states[0]["version"]
 
+        last_error: dict = {}
+
         async def expect_error(sock, raw, code):
             await sock.ws.send(raw)
             msg = await recv_until(sock, lambda m: m["type"] in ("error", "ack"))
             assert msg["type"] == "error" and msg["code"] == code, msg
             assert msg["message"]
+            last_error.clear()
+            last_error.update(msg)
 
         await expect_error(socks[turn], "{not json", "malformed_json")
         await expect_error(socks[turn], "[1,2]", "malformed_message")
@@ -98,6 +102,7 @@ async def test_bad_input_changes_nothing(server):
                            "malformed_action")
         await expect_error(socks[turn], json.dumps({"type": "act", "seq": 3, "action": {"type": "end_turn"},
                                                     "version": 99}), "bad_version")
+        assert last_error["version"] == states[turn]["version"] and last_error["seq"] == 3  # the newest it may hold
         await expect_error(socks[other], json.dumps({"type": "act", "seq": 1, "action": {"type": "end_turn"}}),
                            "not_your_turn")
         await expect_error(socks[turn], json.dumps({"type": "ping", "pad": "x" * 20000}), "message_too_large")

@@ -435,11 +435,14 @@ async def test_nul_and_utf8_size_on_the_socket(pg_server):
         assert code == 4400 and got[-1]["code"] == "invalid_text"
         got, code, _ = await raw_connect(url, table.match_id, {"type": "hello", "token": "x\u0000y"})
         assert code == 4400 and got[-1]["code"] == "invalid_text"
+        # a first message over the limit is said to be that (then closed as a hello refused)
+        got, code, _ = await raw_connect(url, table.match_id, {"type": "hello", "token": "t" * 20_000})
+        assert code == 4401 and got[-1]["code"] == "message_too_large"
         s0, st0 = await connect(url, table.match_id, table.players[0].token)
         assert my_prompt(st0)["kind"] == "orders"
         await s0.send({"type": "act", "seq": 1, "action": {"type": "orders\u0000", "attack": []}})
         m = await recv_until(s0, lambda m: m["type"] in ("error", "ack"))
-        assert m["code"] == "invalid_text"
+        assert m["code"] == "invalid_text" and m["seq"] == 1  # an act's answer echoes its seq
         # 6000 characters, 18 000 bytes: too large (sent as UTF-8, not as \u escapes)
         await s0.ws.send(json.dumps({"type": "ping", "t": "\u20ac" * 6000}, ensure_ascii=False))
         m = await recv_until(s0, lambda m: m["type"] in ("error", "pong"))

@@ -299,3 +299,28 @@ def test_an_action_without_a_valid_lease_is_not_applied():
     with pytest.raises(IllegalAction):
         runner.abort("test", "admin")
     assert runner.status == "running" and writer.pending == []
+
+
+def test_a_match_loaded_after_it_ended_still_says_its_outcome():
+    """``ended`` of a runner made for an ended match (a restart, another node) carries the outcome
+    its row holds, as the one sent when it ended did (protocol.md: ``outcome`` is an object)."""
+    from typing import cast
+
+    from app.runtime.logwriter import LogWriter
+    from app.runtime.match import MatchRunner
+    from app.runtime.rows import MatchRow
+    from tests.runtime.twins import FakeLogWriter
+
+    game = registry()["provinces"]
+    state = game.setup(2, game.Options(), b"s" * 32)
+    outcome = {"ranks": {"0": 2, "1": 1}, "scores": {"0": 3, "1": 9}, "reason": "aborted: test"}
+    match = {"id": "m9", "game": "provinces", "seed": "00", "seed_hash": "h", "seat_count": 2,
+             "seats": [{"player_id": f"p{i}", "name": f"p{i}", "bot": None} for i in range(2)],
+             "options": {}, "outcome": outcome}
+    runner = MatchRunner(match=cast(MatchRow, match), game=game, state=state, version=4, deadlines={},
+                         log_writer=cast(LogWriter, FakeLogWriter()), schedule=lambda *a: None,
+                         on_finished=lambda r: None, status="aborted")
+    peer = FakePeer(0, "p0")
+    runner.attach(peer)
+    ended = peer.of_type("ended")
+    assert len(ended) == 1 and ended[0]["status"] == "aborted" and ended[0]["outcome"] == outcome

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path
 from app.api.errors import not_found, responses
 from app.api.schemas import GameInfo, Text
 from app.games import registry
+from app.meta.loadouts import RESERVED_OPTIONS
 from app.runtime.bots import BOT_KINDS, bot_class
 
 router = APIRouter(prefix="/games", tags=["games"])
@@ -37,8 +38,12 @@ def _make_info(game) -> GameInfo:
             kinds.append(kind)
         except (KeyError, ImportError):
             pass
+    schema = game.Options.model_json_schema()
+    for key in RESERVED_OPTIONS:  # the server fills them at start: a lobby refuses them (reserved_option)
+        if key in schema.get("properties", {}):
+            schema["properties"][key]["readOnly"] = True
     return GameInfo(id=game.id, title=game.title, min_seats=game.min_seats, max_seats=game.max_seats,
-                    options_schema=game.Options.model_json_schema(), bot_kinds=kinds)
+                    options_schema=schema, bot_kinds=kinds)
 
 
 @router.get("", response_model=list[GameInfo], responses=responses())
