@@ -31,6 +31,9 @@ RESERVED = frozenset({
 })
 #: display names: 1-32 characters once normalised
 DISPLAY_MAX = 32
+#: the most characters a display name may have as sent, before normalising (decomposed accents,
+#: spaces to trim): only a bound on the input; the limit is :data:`DISPLAY_MAX` once normalised
+DISPLAY_RAW_MAX = 4 * DISPLAY_MAX
 #: usernames: 3-24 characters of letters, digits, ``_``, ``-`` and ``.``
 USERNAME_MIN, USERNAME_MAX = 3, 24
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from app.api.names import DISPLAY_MAX
+from app.api.names import DISPLAY_RAW_MAX
 
 #: the most seats a game takes (the lobby's ``seats`` bound; seat numbers are below it)
 MAX_SEATS = 16
@@ -46,7 +46,8 @@ class Error(BaseModel):
 
 
 class PlayerCreate(StrictRequest):
-    name: Text = Field("guest", min_length=1, max_length=DISPLAY_MAX)
+    name: Text = Field("guest", min_length=1, max_length=DISPLAY_RAW_MAX,
+                       description="1-32 characters once normalised (NFKC, white space collapsed)")
 
 
 class PlayerPublic(BaseModel):

@@ -204,15 +204,17 @@ class LogWriter:
         try:
             refused = await self._with_retries(writes, budget, streams)
         except Exception as exc:
-            from sqlalchemy.exc import IntegrityError
+            from sqlalchemy.exc import DBAPIError, IntegrityError
 
-            if not isinstance(exc, IntegrityError):
+            if not isinstance(exc, IntegrityError) and isinstance(exc, (DBAPIError, OSError, TimeoutError)):
                 log.error("log commit failed for %d records of %d matches: %s", len(batch), len(writes),
                           type(exc).__name__)
                 errors = {w.match_id: exc for w in writes}
                 refused = set()
-            else:  # one match's rows collide: write match by match so the others are not touched
-                log.error("log commit hit a constraint (%s); writing match by match", type(exc).__name__)
+            else:  # one match's rows collide, or cannot be written at all (a value the driver or its
+                # JSON encoder refuses): write match by match so the others are not touched
+                log.error("log commit hit a constraint or a bad value (%s); writing match by match",
+                          type(exc).__name__)
                 refused = set()
                 for w in writes:
                     try:

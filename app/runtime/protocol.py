@@ -83,6 +83,11 @@ def utf8_size_over(text: str | bytes, limit: int) -> bool:
 #: the answer to a binary frame (``malformed_message``; before ``hello``: ``hello_required``)
 BINARY_FRAME = "send JSON in text frames"
 
+#: the deepest a client message may nest arrays and objects (``{"action": {"hands": {"7": [...]}}}``
+#: is 4): orjson reads up to 1024 levels but writes at most 254, so a deeper value could be neither
+#: logged nor echoed (a ``ping``'s ``t``)
+MAX_DEPTH = 32
+
 _DECODE_ERRORS = {
     "message_too_large": "messages are limited to {limit} bytes (UTF-8)",
     "malformed_json": "the message is not valid JSON",
@@ -90,10 +95,32 @@ _DECODE_ERRORS = {
 }
 
 
+def nested_over(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests arrays and objects more than ``limit`` deep (the value
+    itself is level 1); iterative, so any depth the parser took is safe."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        members: Any
+        if isinstance(node, dict):
+            members = node.values()
+        elif isinstance(node, list):
+            members = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        for member in members:
+            if isinstance(member, (dict, list)):
+                stack.append((member, depth + 1))
+    return False
+
+
 def decode(frame: Mapping[str, Any], limit: int) -> Any:
     """A received ASGI text frame as a JSON value. Raises :class:`ProtocolError` ``malformed_message``
-    for a binary frame (JSON travels in text frames; docs/protocol.md "Rules a client can rely on"),
-    ``message_too_large`` (over ``limit`` bytes of UTF-8), ``malformed_json`` or ``invalid_text`` (NUL)."""
+    for a binary frame (JSON travels in text frames; docs/protocol.md "Rules a client can rely on") or
+    a value nested more than :data:`MAX_DEPTH` deep, ``message_too_large`` (over ``limit`` bytes of
+    UTF-8), ``malformed_json`` or ``invalid_text`` (NUL)."""
     raw = frame.get("text")
     if raw is None:
         raise ProtocolError("malformed_message", BINARY_FRAME)
@@ -106,6 +133,11 @@ def decode(frame: Mapping[str, Any], limit: int) -> Any:
         except orjson.JSONDecodeError:
             problem = "malformed_json"
         else:
+            # at least MAX_DEPTH + 1 opening brackets before any walk: almost every message has few
+            opening = raw.count("[") + raw.count("{") if isinstance(raw, str) else MAX_DEPTH + 1
+            if opening > MAX_DEPTH and nested_over(value, MAX_DEPTH):
+                raise ProtocolError("malformed_message", f"a message may nest arrays and objects at most "
+                                                         f"{MAX_DEPTH} deep")
             if "\\u0000" in raw and has_nul(value):
                 problem = "invalid_text"
     if problem is not None:

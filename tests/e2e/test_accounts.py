@@ -154,6 +154,7 @@ BAD_NAMES = [
     ("ａｄｍｉｎ", "reserved_name"), ("adm1n", "reserved_name"), ("A.d.m.i.n", "reserved_name"),
     ("The Admin", "reserved_name"), ("System", "reserved_name"), ("bot", "reserved_name"), ("b0t", "reserved_name"),
     ("random-bot-0", "reserved_name"), ("ÀDMÍN", "reserved_name"), ("x" * 33, "name_too_long"),
+    ("x" * 200, "name_too_long"),  # over the raw bound: the schema's check, the same code
 ]
 
 
@@ -173,6 +174,15 @@ def _count_players(srv) -> int:
 @pytest.mark.parametrize("name", ["Zoë", "Jean-Luc Picard", "Abbot", "robot", "王小明", "👍🏽", "guest"])
 def test_good_display_names_pass(name):
     assert check_name(name) == name
+
+
+def test_the_length_limit_is_on_the_normalised_name(acc_server):
+    """32 characters once normalised: decomposed accents (40 code points, 20 once composed) and
+    spaces trimmed around 32 letters pass over REST; 33 letters do not."""
+    for raw, stored in (("e\u0301" * 20, "\u00e9" * 20), ("  " + "a" * 32 + " ", "a" * 32)):
+        r = httpx.post(acc_server.url + API + "/players", json={"name": raw}, timeout=10)
+        assert r.status_code == 201, r.text
+        assert r.json()["player"]["name"] == stored
 
 
 def test_names_are_normalised():

@@ -106,6 +106,11 @@ async def test_bad_input_changes_nothing(server):
         await expect_error(socks[other], json.dumps({"type": "act", "seq": 1, "action": {"type": "end_turn"}}),
                            "not_your_turn")
         await expect_error(socks[turn], json.dumps({"type": "ping", "pad": "x" * 20000}), "message_too_large")
+        # nested deeper than anything could log or echo (orjson writes 254 levels): refused whole
+        deep = "[" * 300 + "1" + "]" * 300
+        await expect_error(socks[turn], '{"type":"act","seq":7,"action":{"type":"end_turn","x":' + deep + "}}",
+                           "malformed_message")
+        await expect_error(socks[turn], '{"type":"ping","t":' + deep + "}", "malformed_message")
         await expect_error(socks[turn], json.dumps({"type": "hello", "token": "t"}), "already_authenticated")
         # nothing above changed the match
         await socks[turn].send({"type": "resume", "since_version": version})

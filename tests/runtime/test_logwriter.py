@@ -232,3 +232,27 @@ async def test_a_lone_record_is_not_delayed_and_a_busy_writer_waits_the_window_f
     assert got[3] - t3 < 0.1  # idle again: at once
     assert sum(writer.stats.durable.counts) == 4 and writer.stats.durable.counts[-1] == 0
     assert sum(writer.stats.commit.counts) == 3
+
+
+async def test_a_record_that_cannot_be_written_fails_its_match_alone():
+    """A value the driver or its JSON encoder refuses (not a database failure) fails only the match
+    whose rows hold it: the batch is written match by match, the others commit."""
+    class PoisonRepo(TwinRepo):
+        async def commit_batch(self, groups):
+            if any(g.match_id == "poison" for g in groups):
+                self.calls.append([g.match_id for g in groups])
+                raise TypeError("Recursion limit reached")
+            return await super().commit_batch(groups)
+
+    repo = PoisonRepo()
+    writer = LogWriter(repo)  # type: ignore[arg-type]
+    res = Results()
+    res.expected = 3
+    for m in ("a", "poison", "b"):
+        writer.submit(Stream(m), row(m, 1), None, res.cb(m, 1))
+    writer.start()
+    await asyncio.wait_for(res.done.wait(), 5)
+    await writer.stop()
+    assert isinstance(res.got[("poison", 1)], TypeError)
+    assert res.got[("a", 1)] is None and res.got[("b", 1)] is None
+    assert repo.log == {"a": [1], "b": [1]}
