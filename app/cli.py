@@ -725,7 +725,9 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
             raise
     outcome = ended.get("outcome") or {}
     elapsed = time.monotonic() - started
-    console.print(f"match over after {ended['version']} actions in {elapsed:.1f} s: "
+    # the version is the host's audience's (a change it may see), not the match's action count,
+    # which `bannerfall verify` gives (docs/protocol.md "Deltas, audiences and versions")
+    console.print(f"match over in {elapsed:.1f} s (the host's view at version {ended['version']}): "
                   f"{reason_text(game, outcome.get('reason'))}", markup=False)
     console.print(f"seed revealed: {ended.get('seed')}", markup=False)
     if loadout:

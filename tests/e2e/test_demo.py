@@ -23,7 +23,7 @@ def test_demo_plays_a_whole_match(game, players, bot, tmp_path):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stderr == ""
     lines = out.stdout.splitlines()
-    over = next(ln for ln in lines if ln.startswith("match over after"))
+    over = next(ln for ln in lines if ln.startswith("match over in"))
     assert not over.rstrip().endswith(":") and "None" not in over  # the reason, in words (Warrior too)
     standings = lines[lines.index("standings:") + 1:]
     assert len(standings) == players

@@ -140,6 +140,9 @@ async def test_loadout_refusals_and_the_lobby_seat(server):
             with pytest.raises(ApiError) as e:
                 await host.create_lobby("conquest", 2, reserved)
             assert (e.value.status, e.value.code) == (422, "reserved_option")
+            with pytest.raises(ApiError) as e:  # a game without that option: just an unknown one
+                await host.create_lobby("provinces", 2, reserved)
+            assert (e.value.status, e.value.code) == (422, "invalid_options")
         with pytest.raises(ApiError) as e:
             await host.create_lobby("conquest", 2, loadout=["scout"])
         assert e.value.code == "special_not_owned"

@@ -86,7 +86,7 @@ async def create_lobby(body: LobbyCreate, player: PlayerDep, repo: RepoDep, wall
     game = registry().get(body.game)
     if game is None:
         raise ApiError(404, "unknown_game", f"no game {body.game!r}")
-    reserved = [k for k in RESERVED_OPTIONS if k in body.options]
+    reserved = [k for k in RESERVED_OPTIONS if k in body.options and k in game.Options.model_fields]
     if reserved:
         raise ApiError(422, "reserved_option", f"{', '.join(reserved)}: filled by the server at start")
     loadout = await _checked_loadout(wallets, game.id, body.loadout, player["id"])

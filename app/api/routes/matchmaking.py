@@ -88,7 +88,7 @@ async def create_ticket(body: TicketCreate, player: PlayerDep, repo: RepoDep, se
         raise ApiError(404, "unknown_game", f"no game {body.game!r}")
     if not game.min_seats <= body.seats <= game.max_seats:
         raise ApiError(422, "bad_seat_count", f"{game.id} takes {game.min_seats}-{game.max_seats} seats")
-    reserved = [k for k in RESERVED_OPTIONS if k in body.options]
+    reserved = [k for k in RESERVED_OPTIONS if k in body.options and k in game.Options.model_fields]
     if reserved:
         raise ApiError(422, "reserved_option", f"{', '.join(reserved)}: filled by the server at start")
     try:
