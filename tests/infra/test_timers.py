@@ -282,7 +282,9 @@ async def test_a_claim_that_does_not_end_in_a_durable_default_fires_again(make_t
     start = time.time()
     await timers.schedule("m1", 1, start)
     assert await wait_until(lambda: len(fired) == 2, timeout=3.0)
-    assert fired[1][3] - fired[0][3] >= 0.3 - 0.02  # hidden for claim_seconds in between
+    # hidden for claim_seconds after the claim, which came at the due time or later (the first
+    # callback itself may run late on a loaded machine, so its own time is no lower bound)
+    assert fired[1][3] - start >= 0.3 - 0.02
     await timers.cancel("m1", 1)  # the phase ended durably
     count = len(fired)
     assert await timers.due_at("m1", 1) is None
