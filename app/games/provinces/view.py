@@ -166,7 +166,9 @@ def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
     seat, each province's public entry, each province's owner entry, the stamp). Kept in ``memo``
     and returned as the same objects while the state's owners, garrisons and ages are the same
     tuples and the attacked/received masks are equal (a ``set_dealing`` touches none of them); the
-    stamp rises whenever an entry is rebuilt. Read-only, like the views."""
+    stamp rises whenever an entry is rebuilt. After the first call only the provinces whose inputs
+    changed since the previous call are looked at again (the lists are copied and patched, the
+    counts adjusted), not the whole board. Read-only, like the views."""
     owners = state.owners
     garrisons = state.garrisons
     ages = state.ages
@@ -179,9 +181,11 @@ def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
                 and k_received == received):
             return kept[1]
     static = state.board._static
+    count = len(owners)
     last: list[Any] | None = memo.get("provinces")
-    if last is None or len(last) != len(owners):
-        last = memo["provinces"] = [None] * len(owners)
+    if last is None or len(last) != count:
+        last = memo["provinces"] = [None] * count
+        kept = None
     kept_frontline = memo.get("frontline")
     if kept_frontline is not None and kept_frontline[0] == owners:
         frontlines: list[bool] = kept_frontline[1]
@@ -197,34 +201,61 @@ def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
             frontlines.append(frontline)
         memo["frontline"] = (owners, frontlines)
     stamp: int = memo.get("stamp", 0)
+    if kept is not None:
+        out = _patched_board(state, memo, kept, last, frontlines, stamp)
+    else:
+        out = _whole_board(state, last, frontlines, stamp)
+    memo["stamp"] = out[5]
+    memo["board"] = ((owners, garrisons, ages, attacked, received), out, frontlines)
+    return out
+
+
+def _province_entry(state: State, p: int, frontline: bool) -> list[Any]:
+    """Province ``p``'s memo entry: its inputs (owner, garrison, age, frontline, attacked, received),
+    then its public entry, its owner's entry and a slot for the admin's (built when asked)."""
+    _p, q, r, adjacent = state.board._static[p]
+    owner = state.owners[p]
+    garrison = state.garrisons[p]
+    age = state.ages[p]
+    was_attacked = (state.attacked >> p) & 1 == 1
+    was_received = (state.received >> p) & 1 == 1
+    shown = [c.public for c in garrison if c.value is not None]
+    full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
+    # the board's own list (made once per board; views are read-only)
+    base = {"id": p, "q": q, "r": r, "adjacent": adjacent, "owner": owner, "age": age}
+    tail = {"frontline": frontline, "attacked": was_attacked}
+    return [
+        owner, garrison, age, frontline, was_attacked, was_received,
+        {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
+        {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
+        None,
+    ]
+
+
+def _whole_board(state: State, last: list[Any], frontlines: list[bool], stamp: int) -> tuple[
+        list[int], list[int], list[int], list[dict[str, Any]], list[dict[str, Any]], int]:
+    """:func:`_board_entries` from scratch: every province looked at (an entry whose inputs did not
+    change is kept)."""
+    owners = state.owners
+    garrisons = state.garrisons
+    ages = state.ages
+    attacked = state.attacked
+    received = state.received
     seats = state.seats
     province_count = [0] * seats
     public_cards = [0] * seats  # the cards others see of each seat (no hidden joker)
     all_cards = [0] * seats  # every card (what the owner and the admin count)
     public: list[dict[str, Any]] = []  # per province: the entry of non-owners
     mine: list[dict[str, Any]] = []  # the owner's entry
-    for p, q, r, adjacent in static:
+    for p in range(len(owners)):
         owner = owners[p]
-        garrison = garrisons[p]
         frontline = frontlines[p]
-        was_attacked = (attacked >> p) & 1 == 1
-        was_received = (received >> p) & 1 == 1
-        age = ages[p]
         entry = last[p]
-        if (entry is None or entry[0] != owner or entry[1] is not garrison or entry[2] != age
-                or entry[3] is not frontline or entry[4] is not was_attacked or entry[5] is not was_received):
-            shown = [c.public for c in garrison if c.value is not None]
-            full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
-            # the board's own list (made once per board; views are read-only)
-            base = {"id": p, "q": q, "r": r, "adjacent": adjacent, "owner": owner, "age": age}
-            tail = {"frontline": frontline, "attacked": was_attacked}
+        if (entry is None or entry[0] != owner or entry[1] is not garrisons[p] or entry[2] != ages[p]
+                or entry[3] is not frontline or entry[4] is not ((attacked >> p) & 1 == 1)
+                or entry[5] is not ((received >> p) & 1 == 1)):
             stamp += 1
-            entry = last[p] = [
-                owner, garrison, age, frontline, was_attacked, was_received,
-                {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
-                {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
-                None,
-            ]
+            entry = last[p] = _province_entry(state, p, frontline)
         province_count[owner] += 1
         public_entry = entry[6]
         owner_entry = entry[7]
@@ -232,10 +263,56 @@ def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
         all_cards[owner] += owner_entry["size"]
         public.append(public_entry)
         mine.append(owner_entry)
-    memo["stamp"] = stamp
-    out = (province_count, public_cards, all_cards, public, mine, stamp)
-    memo["board"] = ((owners, garrisons, ages, attacked, received), out)
-    return out
+    return province_count, public_cards, all_cards, public, mine, stamp
+
+
+def _patched_board(state: State, memo: dict[Any, Any], kept: Any, last: list[Any], frontlines: list[bool],
+                   stamp: int) -> tuple[list[int], list[int], list[int], list[dict[str, Any]],
+                                        list[dict[str, Any]], int]:
+    """:func:`_board_entries` from the previous call's result (``kept``: its inputs, its result, its
+    frontlines): only the provinces whose owner, garrison, age, frontline or attacked/received bit
+    changed are rebuilt; the lists are copies of the previous ones with those entries replaced, and
+    the counts adjusted by what the old entries held. Returns the previous result itself when no
+    entry changed."""
+    (k_owners, k_garrisons, k_ages, k_attacked, k_received), previous, k_frontlines = kept
+    owners = state.owners
+    garrisons = state.garrisons
+    ages = state.ages
+    count = len(owners)
+    changed: list[int] = []
+    bits = (state.attacked ^ k_attacked) | (state.received ^ k_received)
+    same_owners = owners is k_owners
+    same_garrisons = garrisons is k_garrisons
+    same_ages = ages is k_ages
+    same_frontlines = frontlines is k_frontlines
+    for p in range(count):
+        if ((not same_owners and owners[p] != k_owners[p])
+                or (not same_garrisons and garrisons[p] is not k_garrisons[p])
+                or (not same_ages and ages[p] != k_ages[p])
+                or (not same_frontlines and frontlines[p] is not k_frontlines[p]) or (bits >> p) & 1):
+            changed.append(p)
+    if not changed:
+        return previous
+    province_count = list(previous[0])
+    public_cards = list(previous[1])
+    all_cards = list(previous[2])
+    public = list(previous[3])
+    mine = list(previous[4])
+    for p in changed:
+        old = last[p]
+        old_owner = old[0]
+        province_count[old_owner] -= 1
+        public_cards[old_owner] -= old[6]["size"]
+        all_cards[old_owner] -= old[7]["size"]
+        stamp += 1
+        entry = last[p] = _province_entry(state, p, frontlines[p])
+        owner = entry[0]
+        province_count[owner] += 1
+        public_cards[owner] += entry[6]["size"]
+        all_cards[owner] += entry[7]["size"]
+        public[p] = entry[6]
+        mine[p] = entry[7]
+    return province_count, public_cards, all_cards, public, mine, stamp
 
 
 def _ident_name(ident: int) -> str:
