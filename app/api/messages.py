@@ -132,7 +132,7 @@ class Ended(_Msg):
     match_id: str
     status: Literal["finished", "aborted"]
     version: int
-    outcome: OutcomeInfo | None
+    outcome: OutcomeInfo
     seed: str = Field(description="hex; sha256(seed) == seed_hash")
     seed_hash: str
 

@@ -146,7 +146,9 @@ def ended_message(*, match_id: str, status: str, version: int, outcome: Outcome 
         "match_id": match_id,
         "status": status,
         "version": version,
-        "outcome": outcome.to_wire() if outcome else None,
+        # an ended match always has an outcome; a row without one (never written by this server) reads
+        # as the status alone, so the message keeps its schema (``outcome`` is never null)
+        "outcome": outcome.to_wire() if outcome else {"ranks": {}, "scores": {}, "reason": status},
         "seed": seed,
         "seed_hash": seed_hash,
     }

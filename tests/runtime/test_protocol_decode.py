@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import orjson
+import pydantic
 import pytest
 
 from app.runtime.protocol import MAX_DEPTH, ProtocolError, decode, nested_over
@@ -38,3 +39,22 @@ def test_a_message_nested_deeper_is_malformed_and_could_not_have_been_logged(dep
 def test_many_brackets_side_by_side_are_not_depth():
     msg = {"type": "ping", "t": [[1]] * 500}
     assert decode({"text": json.dumps(msg)}, 1 << 20) == msg
+
+
+def test_an_ended_message_always_carries_an_outcome_object():
+    """``ended.outcome`` is never null (docs/protocol.md, "After ended"; the schema requires the object):
+    a match row that holds no outcome reads as its status alone."""
+    from app.api.messages import validate_server_message
+    from app.games.base import Outcome
+    from app.runtime import wire
+
+    missing = wire.ended_message(match_id="m1", status="aborted", version=3, outcome=None, seed="00", seed_hash="11")
+    assert missing["outcome"] == {"ranks": {}, "scores": {}, "reason": "aborted"}
+    validate_server_message(missing)
+    kept = wire.ended_message(match_id="m1", status="finished", version=9,
+                              outcome=Outcome(ranks={0: 1, 1: 2}, scores={0: 3, 1: 1}, reason="tables_to_win"),
+                              seed="00", seed_hash="11")
+    assert kept["outcome"] == {"ranks": {"0": 1, "1": 2}, "scores": {"0": 3, "1": 1}, "reason": "tables_to_win"}
+    validate_server_message(kept)
+    with pytest.raises(pydantic.ValidationError):
+        validate_server_message({**kept, "outcome": None})

@@ -541,7 +541,7 @@ def _finish_match(st: State, counts: list[int], reason: str, events: list[Event]
     """Ranks: most tables, then the later elimination, then most mana; equal keys draw (2.5)."""
     keys = [(counts[s], st.out_round[s] or 1 << 30, st.mana[s]) for s in range(st.seats)]
     ranks = {s: 1 + sum(1 for other in keys if other > keys[s]) for s in range(st.seats)}
-    scores = {s: float(counts[s]) for s in range(st.seats)}
+    scores = {s: counts[s] for s in range(st.seats)}
     st.result = (ranks, scores, reason)
     st.phase = OVER
     st.phase_id += 1

@@ -274,7 +274,7 @@ class State:
     battle_lands: dict[int, tuple[int, ...]]
     pools: dict[int, tuple[Dealt, ...]]
     pool_stack: dict[int, tuple[int, ...]]
-    result: tuple[dict[int, int], dict[int, float], str] | None
+    result: tuple[dict[int, int], dict[int, int], str] | None
     targets: dict[int, tuple[int, ...]]
     view_memo: dict[Any, Any]
     active: dict[int, frozenset[str]]

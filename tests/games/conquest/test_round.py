@@ -268,7 +268,11 @@ def test_2_5_tables_to_win_ends_the_match():
     assert state.phase == OVER and GAME.prompts(state) == []
     result = GAME.outcome(state)
     assert result.reason == "tables_to_win" and result.ranks == {0: 1, 1: 2}
-    assert result.scores == {0: 2.0, 1: 1.0}
+    assert result.scores == {0: 2, 1: 1}
+    # scores are counts of tables (decision 12): integers on the wire, in the event, the view and the outcome
+    assert all(type(v) is int for v in result.scores.values())
+    assert all(type(v) is int for v in events[-1].data["scores"].values())
+    assert all(type(v) is int for v in GAME.view(state, 0)["outcome"]["scores"].values())
     assert events[-1].type == "match_over"
 
 
