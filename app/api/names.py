@@ -9,10 +9,17 @@ A name is refused (422 with a code, nothing changed) when it
   for emoji and scripts that need them): ``bad_name``;
 - is blank: nothing visible left once spaces, format characters and combining marks are taken
   away: ``blank_name``;
+- holds a letter that shows as nothing (Hangul fillers, the braille blank, the Khmer inherent
+  vowels, the combining grapheme joiner: :data:`BLANK_LETTERS`): ``bad_name``;
 - impersonates a reserved name (``admin``, ``bot``, ``system`` … :data:`RESERVED`), compared after
-  NFKC normalisation, case folding, removal of accents and folding of common confusables (Cyrillic
-  and Greek look-alikes, ``0``→``o``, ``1``→``l`` …), either as the whole name with separators
-  removed (``A.d.m.i.n``) or as one of its words (``random-bot-0``, ``The Admin``): ``reserved_name``.
+  NFKC normalisation, folding of look-alikes to the Latin letters they imitate (Unicode's
+  confusables data of UTS 39 through the ``confusable_homoglyphs`` library: Greek ``ΑΜΙΝ``,
+  Cyrillic ``а``, Cherokee ``Ꭺ``, Latin ``ɑ`` …; small capitals ``ᴀᴅᴍɪɴ`` by their Unicode names),
+  case folding, removal of accents, and digits and signs that stand for letters (``0``→``o``,
+  ``1``→``l``, ``@``→``a``, ``!``→``i`` …), either as the whole name with separators removed
+  (``A.d.m.i.n``) or as one of its words (``random-bot-0``, ``The Admin``): ``reserved_name``;
+- mixes the letters of two scripts in one word (``ⲀDMIN``: Coptic and Latin), the usual pairings
+  with Han (Japanese, Korean, Chinese) excepted: ``bad_name``.
 
 A name that passes is returned NFKC-normalised with runs of white space made one space and the
 ends trimmed; that is what is stored and shown. Usernames are narrower still (:func:`check_username`)
@@ -22,6 +29,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from confusable_homoglyphs import categories, confusables
 
 #: names nobody may take (compared by :func:`skeleton`)
 RESERVED = frozenset({
@@ -39,6 +48,15 @@ USERNAME_MIN, USERNAME_MAX = 3, 24
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 KEPT_FORMAT = frozenset("\u200c\u200d")  # ZWNJ, ZWJ
+#: letters and marks that render as nothing though their category says otherwise (Hangul fillers,
+#: the braille blank, Khmer inherent vowels, the combining grapheme joiner, Mongolian vowel separator)
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u034f\u180e")
+#: scripts that may share a word (UTS 39's "highly restrictive" sets); Common and Inherited go with any
+_SCRIPT_SETS = (frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "HAN", "HANGUL"}),
+                frozenset({"LATIN", "HAN", "BOPOMOFO"}))
+#: Latin letters that imitate another by their Unicode name: small capitals and modifier letters
+_NAMED_LOOKALIKE = re.compile(r"LATIN (?:LETTER SMALL CAPITAL|SMALL CAPITAL LETTER|SUBSCRIPT SMALL LETTER|"
+                              r"(?:SMALL |CAPITAL )?LETTER (?:SMALL )?CAPITAL) ([A-Z])")
 
 #: look-alike letters folded to the Latin letter they imitate (cheap, not the full UTS 39 table)
 _CONFUSABLE_LETTERS = str.maketrans({
@@ -67,11 +85,35 @@ class NameRefused(ValueError):
         self.message = message
 
 
+def _unmarked(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in ("Mn", "Me"))
+
+
+def _latin_lookalike(ch: str, homoglyphs: list[str]) -> str:
+    """The ASCII letters or digits ``ch`` (not ASCII) imitates, else ``ch``: its small-capital
+    name, or the first of its UTS 39 homoglyphs that is ASCII once its marks are taken away
+    (``ł`` → ``l``)."""
+    named = _NAMED_LOOKALIKE.fullmatch(unicodedata.name(ch, ""))
+    if named:
+        return named.group(1).lower()
+    for glyph in homoglyphs:
+        plain = _unmarked(glyph)
+        if plain and plain.isascii() and plain.isalnum():
+            return plain
+    return ch
+
+
 def _fold(text: str) -> str:
-    """NFKC, case fold, accents removed, confusable letters folded (digits kept)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in ("Mn", "Me"))
-    return text.translate(_CONFUSABLE_LETTERS)
+    """NFKC; every non-ASCII look-alike made the Latin letters it imitates (:func:`_latin_lookalike`:
+    before case folding, since ``Μ`` (Greek capital mu) imitates ``M`` while its lower case ``μ``
+    imitates ``u``); case fold; accents removed; the remaining Greek and Cyrillic look-alikes folded
+    (digits and signs kept)."""
+    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        found = confusables.is_confusable(text, greedy=True, preferred_aliases=[]) or []
+        homoglyphs = {item["character"]: [h["c"] for h in item["homoglyphs"]] for item in found}
+        text = "".join(c if c.isascii() else _latin_lookalike(c, homoglyphs.get(c, [])) for c in text)
+    return _unmarked(text.casefold()).translate(_CONFUSABLE_LETTERS)
 
 
 def skeleton(text: str) -> str:
@@ -80,16 +122,32 @@ def skeleton(text: str) -> str:
     return re.sub(r"[\W_]+", "", _fold(text)).replace("i", "l")
 
 
-def _reserved(folded_words: list[str], whole: str) -> bool:
-    reserved = {r.replace("i", "l") for r in RESERVED}
-    candidates = [whole, whole.translate(_LEET)]
-    for word in folded_words:
-        candidates += [word, word.translate(_LEET)]
-    for c in candidates:
-        c = c.replace("i", "l")
-        if c in reserved or re.sub(r"\d+$", "", c) in reserved:
-            return True
+_RESERVED_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED)
+
+
+def _reserved(normal: str) -> bool:
+    """Whether ``normal`` (a normalised name) or one of its words is a reserved name: folded
+    (:func:`_fold`), then read both as it is and with digits and signs as letters (``@dm!n``), the
+    signs turned into letters before separators are dropped."""
+    folded = _fold(normal)
+    for variant in (folded, folded.translate(_LEET)):
+        candidates = [re.sub(r"[\W_]+", "", variant)]
+        candidates += [w for w in (re.sub(r"[\W_]+", "", w) for w in re.split(r"[\s\W_]+", variant)) if w]
+        for c in candidates:
+            c = c.replace("i", "l")
+            if c in _RESERVED_SKELETONS or re.sub(r"\d+$", "", c) in _RESERVED_SKELETONS:
+                return True
     return False
+
+
+def _mixed_scripts(normal: str) -> str | None:
+    """The first word of ``normal`` whose letters come from scripts that do not go together
+    (:data:`_SCRIPT_SETS`), else None."""
+    for word in normal.split():
+        scripts = {categories.alias(c) for c in word if c.isalpha()} - {"COMMON", "INHERITED"}
+        if len(scripts) > 1 and not any(scripts <= allowed for allowed in _SCRIPT_SETS):
+            return word
+    return None
 
 
 def check_name(name: str, *, max_length: int = DISPLAY_MAX) -> str:
@@ -101,7 +159,7 @@ def check_name(name: str, *, max_length: int = DISPLAY_MAX) -> str:
             raise NameRefused("bad_name", f"names may not contain the control or unassigned character U+{ord(ch):04X}")
         if ch in BIDI_CONTROLS:
             raise NameRefused("bad_name", f"names may not contain the bidi control U+{ord(ch):04X}")
-        if cat == "Cf" and ch not in KEPT_FORMAT:
+        if (cat == "Cf" and ch not in KEPT_FORMAT) or ch in BLANK_LETTERS:
             raise NameRefused("bad_name", f"names may not contain the invisible character U+{ord(ch):04X}")
     normal = " ".join(unicodedata.normalize("NFKC", name).split())
     visible = [c for c in normal if not c.isspace() and unicodedata.category(c) not in ("Mn", "Me", "Cf")]
@@ -109,9 +167,11 @@ def check_name(name: str, *, max_length: int = DISPLAY_MAX) -> str:
         raise NameRefused("blank_name", "names need at least one visible character")
     if len(normal) > max_length:
         raise NameRefused("name_too_long", f"names are at most {max_length} characters")
-    words = [re.sub(r"[\W_]+", "", w) for w in re.split(r"[\s\W_]+", _fold(normal))]
-    if _reserved([w for w in words if w], skeleton(normal)):
+    if _reserved(normal):
         raise NameRefused("reserved_name", "that name is reserved")
+    mixed = _mixed_scripts(normal)
+    if mixed is not None:
+        raise NameRefused("bad_name", "a word of a name may not mix the letters of different scripts")
     return normal
 
 

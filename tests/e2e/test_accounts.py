@@ -155,6 +155,16 @@ BAD_NAMES = [
     ("The Admin", "reserved_name"), ("System", "reserved_name"), ("bot", "reserved_name"), ("b0t", "reserved_name"),
     ("random-bot-0", "reserved_name"), ("ÀDMÍN", "reserved_name"), ("x" * 33, "name_too_long"),
     ("x" * 200, "name_too_long"),  # over the raw bound: the schema's check, the same code
+    # found by a newcomer trying to break the server (2 Dec 2026): look-alikes the first table missed
+    ("\u0391D\u039c\u0399\u039d", "reserved_name"),  # Greek capitals ΑDΜΙΝ
+    ("\u1d00\u1d05\u1d0d\u026a\u0274", "reserved_name"),  # small capitals ᴀᴅᴍɪɴ
+    ("\u1d0d\u1d0f\u1d05\u1d07\u0280\u1d00\u1d1b\u1d0f\u0280", "reserved_name"),  # ᴍᴏᴅᴇʀᴀᴛᴏʀ
+    ("\u13aadmin", "reserved_name"),  # Cherokee Ꭺ
+    ("\u0251dmin", "reserved_name"),  # Latin alpha ɑ
+    ("\u0280\u1d0f\u1d0f\u1d1b", "reserved_name"),  # ʀᴏᴏᴛ
+    ("@dmin", "reserved_name"), ("adm!n", "reserved_name"), ("$y$tem", "reserved_name"),
+    ("\u2c80DMIN", "bad_name"),  # Coptic Ⲁ beside Latin in one word: mixed scripts
+    ("\u2800", "bad_name"), ("\u115f", "bad_name"), ("\u3164\u3164", "bad_name"),  # letters that show nothing
 ]
 
 
@@ -171,7 +181,8 @@ def _count_players(srv) -> int:
     return db_rows(srv.database_url, "SELECT count(*) FROM players")[0][0]
 
 
-@pytest.mark.parametrize("name", ["Zoë", "Jean-Luc Picard", "Abbot", "robot", "王小明", "👍🏽", "guest"])
+@pytest.mark.parametrize("name", ["Zoë", "Jean-Luc Picard", "Abbot", "robot", "王小明", "👍🏽", "guest",
+                                  "Tokyo東京", "Иван Smith", "Μαρία", "łukasz", "Straße", "김민수"])
 def test_good_display_names_pass(name):
     assert check_name(name) == name
 
@@ -202,11 +213,15 @@ def test_bad_usernames(username, code):
 def test_username_key_folds_case_and_confusables():
     assert username_key("Alice") == username_key("ALICE") == username_key("\u0430lice") == username_key("Alıce")
     assert username_key("alice") != username_key("alice2")
+    # Greek capitals imitate Latin capitals before case folding (ΝΙΝΑ is not νινα = "vlva")
+    assert username_key("nina48a7") == username_key("\u039d\u0399\u039d\u039148\u03917") == username_key("NINA48A7")
+    assert username_key("\u1d00\u029f\u026a\u1d04\u1d07") == username_key("alice")  # small capitals ᴀʟɪᴄᴇ
+    assert username_key("nina") != username_key("nino")
 
 
 def test_usernames_are_unique_under_a_race(acc_server):
     guests = [_guest(acc_server.url, f"racer {i}")[0] for i in range(8)]
-    spellings = ["Racer", "racer", "RACER", "r\u0430cer", "RaCeR", "racer", "Racer", "rAcer"]
+    spellings = ["Racer", "racer", "RACER", "\u0280\u1d00\u1d04\u1d07\u0280", "RaCeR", "racer", "Racer", "rAcer"]
 
     async def claim(client: httpx.AsyncClient, token: str, username: str) -> httpx.Response:
         return await client.post(API + "/accounts/claim", json={"username": username, "password": "race password"},
@@ -219,6 +234,14 @@ def test_usernames_are_unique_under_a_race(acc_server):
     answers = asyncio.run(race())
     assert sorted(r.status_code for r in answers) == [201] + [409] * 7
     assert {r.json()["code"] for r in answers if r.status_code == 409} == {"username_taken"}
+
+
+def test_a_username_mixing_scripts_in_a_word_is_refused():
+    """``r\u0430cer`` (a Cyrillic а among Latin letters) is refused outright (bad_name), before the
+    unique key would have found it taken."""
+    with pytest.raises(NameRefused) as exc:
+        check_username("r\u0430cer")
+    assert exc.value.code == "bad_name"
 
 
 def test_sign_in_attempts_are_limited_per_username(acc_server):
