@@ -130,6 +130,31 @@ async def test_open_lobbies_are_capped_per_player(limited):
         await other.close()
 
 
+async def test_parallel_creates_and_joins_do_not_pass_the_lobby_cap(limited):
+    """2 Dec 2026, found by a newcomer: 19 parallel creates with one token passed a cap of 3 (the
+    checks all ran before any lobby existed). The check and the change now run under the player's
+    lock on the node: with a cap of 2, of 6 parallel creates exactly 2 are made (6 stays under the
+    module's 8 requests/s per player), and then parallel joins of 4 other lobbies are all refused."""
+    host = await registered(limited.url, "127.0.0.10", "racer")
+    others = [await registered(limited.url, f"127.0.0.1{i}", f"other {i}") for i in (1, 2)]
+    try:
+        auth = {"Authorization": f"Bearer {host.token}"}
+        answers = await asyncio.gather(*[host._http.post("/api/v1/lobbies", json={"game": "provinces", "seats": 2},
+                                                         headers=auth) for _ in range(6)])
+        codes = sorted(a.status_code for a in answers)
+        assert codes == [201, 201] + [429] * 4, [a.text for a in answers]
+        assert {a.json()["code"] for a in answers if a.status_code == 429} == {"too_many_lobbies"}
+        open_ids = [(await o.create_lobby("provinces", 2))["id"] for o in others for _ in range(2)]
+        await asyncio.sleep(1.1)  # the per-player rate limit's second
+        joins = await asyncio.gather(*[host._http.post(f"/api/v1/lobbies/{lobby}/join", json={}, headers=auth)
+                                       for lobby in open_ids])
+        assert [j.json()["code"] for j in joins] == ["too_many_lobbies"] * 4, [j.text for j in joins]
+    finally:
+        await host.close()
+        for o in others:
+            await o.close()
+
+
 async def test_running_bot_matches_are_capped_per_host(limited):
     host = await registered(limited.url, "127.0.0.8", "host")
     try:
