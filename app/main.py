@@ -5,7 +5,7 @@ import logging
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -67,6 +67,18 @@ def _install_safety(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(SecurityHeadersMiddleware)
 
 
+def _headers_only(send: Callable[[dict[str, Any]], Awaitable[None]]) -> Callable[[dict[str, Any]], Awaitable[None]]:
+    """``send`` for a HEAD request served as GET: the status and headers (``content-length`` that of
+    the GET) go out, the body does not."""
+    async def send_head(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            if message.get("more_body", False):
+                return
+            message = {"type": "http.response.body", "body": b"", "more_body": False}
+        await send(message)
+    return send_head
+
+
 class RawSendMiddleware:
     """Outer ASGI layer (inside ``TextGuard``, which passes sockets through): keeps the server's own
     ``send`` for match sockets in the scope, so the per-socket writer can send frames without the
@@ -79,6 +91,11 @@ class RawSendMiddleware:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "websocket":
+            if scope["type"] == "http" and scope.get("method") == "HEAD":
+                # HEAD is GET without the body (RFC 9110 9.3.2), for every route: FastAPI's routes
+                # answer only the methods they list, so a load balancer's HEAD /healthz got 404
+                await self.app({**scope, "method": "GET"}, receive, _headers_only(send))
+                return
             await self.app(scope, receive, send)
             return
         scope["bannerfall.raw_send"] = send

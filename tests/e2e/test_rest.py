@@ -144,6 +144,20 @@ async def test_health_ready_metrics_openapi(server):
     assert httpx.get(server.url + "/docs").status_code == 200
 
 
+def test_head_is_get_without_the_body(server):
+    """HEAD on any GET route (a load balancer's health check): the GET's status and headers, no
+    body (RFC 9110 9.3.2). Found by a newcomer on 2 Dec 2026: HEAD /healthz answered 404."""
+    for path in ("/healthz", "/readyz", "/api/v1/games", "/"):
+        get = httpx.get(server.url + path)
+        head = httpx.head(server.url + path)
+        assert (head.status_code, get.status_code) == (200, 200), path
+        assert head.content == b"", path
+        assert head.headers["content-length"] == get.headers["content-length"], path
+        assert head.headers["content-type"] == get.headers["content-type"], path
+    missing = httpx.head(server.url + "/api/v1/lobbies/nope")
+    assert missing.status_code in (401, 404) and missing.content == b""
+
+
 @pytest.mark.parametrize("kind", ["genius", "RANDOM", "x" * 32])
 async def test_unknown_bot_kind_is_unknown_bot(server, kind):
     """Issue 11 item 7: a bot kind the game has no bot for answers 422 ``unknown_bot`` (naming the
