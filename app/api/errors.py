@@ -197,8 +197,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         drop_tracebacks(exc)
-        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
-            exc.status_code, "http_error")
+        # 400: a body FastAPI could not read at all (not UTF-8 in its charset, nested past the JSON
+        # parser's depth); malformed JSON itself is 422 invalid_request
+        code = {400: "malformed_body", 404: "not_found", 405: "method_not_allowed", 401: "unauthorized",
+                403: "forbidden"}.get(exc.status_code, "http_error")
         return JSONResponse({"code": code, "message": str(exc.detail)}, status_code=exc.status_code)
 
     @app.exception_handler(DBAPIError)

@@ -180,3 +180,15 @@ async def test_bot_kind_shape_is_still_checked(server):
             with pytest.raises(ApiError) as e:
                 await host.request("POST", f"/lobbies/{lobby['id']}/bots", json={"kind": kind})
             assert e.value.code == "invalid_request"
+
+
+@pytest.mark.parametrize("body, content_type", [
+    (b'{"name": "\xff\xfe"}', "application/json"),  # not UTF-8
+    (b'{"name": "\xe9t\xe9"}', "application/json; charset=latin-1"),  # latin-1 bytes: not UTF-8
+    (b'{"name":' + b"[" * 5000 + b"]" * 5000 + b"}", "application/json"),  # past the parser's depth
+])
+def test_an_unreadable_body_is_400_malformed_body(server, body, content_type):
+    """2 Dec 2026, found by a newcomer: such bodies answered 400 with the undocumented code
+    ``http_error``; now ``malformed_body`` (protocol.md, REST errors). The route never ran."""
+    r = httpx.post(server.url + "/api/v1/players", content=body, headers={"Content-Type": content_type})
+    assert (r.status_code, r.json()["code"]) == (400, "malformed_body"), r.text
