@@ -427,7 +427,9 @@ async def _refuse(ws: WebSocket, message: dict[str, Any], code: int, close_secon
 
 def _viewer_for(meta: MatchRow, player: dict[str, Any], as_: str | None) -> int | None:
     """The viewer a player connects as: its seat, else (``as``) a spectator or the admin view; None
-    if it asks for the admin view without the admin role."""
+    if it asks for the admin view without the admin role. An unseated admin without ``as`` watches
+    as a spectator (docs/protocol.md, "Your role": the admin view only when asked for, so an admin's
+    screen shows no hidden card by accident; until 2 Dec 2026 it got the admin view)."""
     seats = [i for i, s in enumerate(meta["seats"]) if s.get("player_id") == player["id"]]
     if as_ == "admin":
         return ADMIN if player["role"] == "admin" else None
@@ -435,7 +437,7 @@ def _viewer_for(meta: MatchRow, player: dict[str, Any], as_: str | None) -> int 
         return SPECTATOR
     if seats:
         return seats[0]
-    return ADMIN if player["role"] == "admin" else SPECTATOR
+    return SPECTATOR
 
 
 class _Unavailable(Exception):

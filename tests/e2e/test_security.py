@@ -86,6 +86,10 @@ async def test_an_admin_seated_in_a_running_match_cannot_open_its_admin_view(srv
         ws, first = await connect(srv.url, other_match, srv.admin_token, as_="admin")
         assert first["type"] == "state" and first["viewer"] == "admin"
         await ws.close()
+        # without "as" an unseated admin watches as a spectator: the admin view only when asked for
+        ws, first = await connect(srv.url, other_match, srv.admin_token)
+        assert first["type"] == "state" and first["viewer"] == "spectator"
+        await ws.close()
         # once the seated match is over, its admin view opens
         await admin.admin_abort(match_id, "test over")
         for _ in range(200):                 # the abort's answer may come before its record is durable
