@@ -313,7 +313,12 @@ class Connection:
         if not self.closed:
             self._end()
         if self.writer is not None and self.closer is None:
-            self.writer.cancel()
+            # the reference goes with the cancel: a writer cancelled before its first step keeps the
+            # CancelledError, whose traceback holds its frame and so this connection: with
+            # ``self.writer`` still set that was a reference cycle per such socket (found 2 Dec 2026 by
+            # tests/runtime/test_cyclic_garbage.py under load)
+            writer, self.writer = self.writer, None
+            writer.cancel()
 
     def _end(self) -> None:
         self.closed = True
@@ -336,6 +341,7 @@ class Connection:
             done, _ = await asyncio.wait({writer}, timeout=self.close_seconds)
             if not done:
                 flushed = False
+                self.writer = None  # as in gone(): no cycle through a cancelled writer
                 writer.cancel()
         if flushed:
             try:

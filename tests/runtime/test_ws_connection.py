@@ -72,6 +72,32 @@ async def test_close_sends_the_queued_messages_then_the_close_frame():
     assert not proto.transport.aborted  # the close finished in time
 
 
+async def test_a_writer_cancelled_before_its_first_step_leaves_no_reference_cycle():
+    """The client leaves (``gone``) right after a push made the writer task, before that task ran:
+    the task ends cancelled, holding the CancelledError whose traceback holds its frame and so the
+    connection. The connection must not keep the task, or the two form a cycle that only the
+    cyclic collector frees (2 Dec 2026, seen under load by tests/runtime/test_cyclic_garbage.py)."""
+    import gc
+
+    proto = FakeProtocol(transport=FakeTransport(), writable=False)
+    conn = Connection(FakeWebSocket(proto), 16, close_seconds=1.0)
+    conn.start()
+    conn.push('{"type":"state"}')
+    writer = conn.writer
+    assert writer is not None and not writer.done()
+    conn.gone()  # before the writer's first step
+    assert conn.writer is None
+    await asyncio.sleep(0)
+    assert writer.cancelled()
+    gc.collect()
+    gc.disable()
+    try:
+        del conn, writer
+        assert gc.collect() == 0  # all freed by reference counting already: no cycle was left
+    finally:
+        gc.enable()
+
+
 async def test_a_close_that_cannot_be_written_aborts_the_transport_within_the_bound():
     transport = FakeTransport()
     transport.buffered = 1 << 20
