@@ -155,9 +155,13 @@ class Settings(BaseSettings):
     settle_sweep_seconds: float = Field(30.0, gt=0)
 
     # -- accounts, ratings and paging (issue 14; docs/operations.md "Accounts and ratings") ----------
-    #: Sign-in attempts per username, ``limits`` notation; "" = off. Counted for every attempt,
-    #: from every address (the exempt addresses too).
+    #: Failed sign-ins per username from one client address, ``limits`` notation; "" = off (the
+    #: exempt addresses count too). Only failures count, so the owner signing in spends nothing,
+    #: and a stranger's guesses from another address do not lock the owner out.
     rate_limit_sign_in: str = "5/minute;30/hour"
+    #: Failed sign-ins per username from all addresses together; "" = off. Bounds a guess spread over
+    #: many addresses; locking an account this way takes that many failures in the window.
+    rate_limit_sign_in_user: str = "20/minute;100/hour"
     #: Sign-in attempts per client address (not for ``rate_limit_exempt`` addresses); "" = off.
     rate_limit_sign_in_ip: str = "20/minute;200/hour"
     #: argon2id parameters for new password hashes: OWASP's recommended minimum (19 MiB, 2 passes,

@@ -158,9 +158,19 @@ class RateLimiter:
 
     async def hit(self, items: list[Any], *key: str) -> int | None:
         """Count one request against every item; the seconds to wait when one is exhausted, else None."""
+        return await self._check(items, key, count=True)
+
+    async def test(self, items: list[Any], *key: str) -> int | None:
+        """Like :meth:`hit` without counting anything: the seconds to wait when one more request would
+        exceed an item, else None (for budgets only some outcomes spend, such as failed sign-ins)."""
+        return await self._check(items, key, count=False)
+
+    async def _check(self, items: list[Any], key: tuple[str, ...], *, count: bool) -> int | None:
         try:
             for item in items:
-                if not await self.strategy.hit(item, *key):
+                allowed = (await self.strategy.hit(item, *key) if count
+                           else await self.strategy.test(item, *key))
+                if not allowed:
                     stats = await self.strategy.get_window_stats(item, *key)
                     return max(1, math.ceil(stats.reset_time - time.time()))
         except Exception as exc:  # the storage (Redis) failed: let the request through

@@ -244,19 +244,47 @@ def test_a_username_mixing_scripts_in_a_word_is_refused():
     assert exc.value.code == "bad_name"
 
 
-def test_sign_in_attempts_are_limited_per_username(acc_server):
+def _sign_in_from(srv, address: str, username: str, password: str) -> httpx.Response:
+    """A sign-in whose connection comes from ``address`` (any 127.x.y.z)."""
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30) as client:
+        return client.post(srv.url + API + "/accounts/sign-in", json={"username": username, "password": password})
+
+
+def test_failed_sign_ins_are_limited_per_username_and_address(acc_server):
+    """``RATE_LIMIT_SIGN_IN`` (6/minute here) counts failed sign-ins of a username from one address:
+    the 7th attempt from that address waits, even with the right password; the owner signing in
+    from another address is not locked out by a stranger's guesses (before 2 Dec 2026 every attempt
+    from anywhere counted against the username, so 5 guesses locked the owner out everywhere);
+    another username is not affected; successes spend nothing."""
     token, _ = _guest(acc_server.url, "Dee")
     assert _call(acc_server, "POST", "/accounts/claim", token,
                  json={"username": "dee", "password": "dee password"}).status_code == 201
-    codes = [_call(acc_server, "POST", "/accounts/sign-in",
-                   json={"username": "DEE", "password": "guess 1234"}).status_code
-             for _ in range(7)]
+    for _ in range(8):  # successes spend nothing
+        assert _sign_in_from(acc_server, "127.0.0.21", "dee", "dee password").status_code == 200
+    codes = [_sign_in_from(acc_server, "127.0.0.22", "DEE", "guess 1234").status_code for _ in range(7)]
     assert codes[:6] == [401] * 6 and codes[6] == 429
-    # even the right password waits now, and another username is not affected
-    r = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "dee", "password": "dee password"})
+    r = _sign_in_from(acc_server, "127.0.0.22", "dee", "dee password")  # that address waits now
     assert r.status_code == 429 and r.json()["code"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1
-    other = _call(acc_server, "POST", "/accounts/sign-in", json={"username": "someone-else", "password": "guess 1234"})
+    assert _sign_in_from(acc_server, "127.0.0.21", "dee", "dee password").status_code == 200  # the owner
+    other = _sign_in_from(acc_server, "127.0.0.22", "someone-else", "guess 1234")
     assert other.status_code == 401
+
+
+def test_failed_sign_ins_from_many_addresses_are_bounded_per_username(tmp_path):
+    """``RATE_LIMIT_SIGN_IN_USER`` counts a username's failed sign-ins from every address together:
+    guesses spread over addresses stop there, for everyone (the price of bounding them)."""
+    env = {**FAST_ARGON2, "BANNERFALL_RATE_LIMIT_SIGN_IN": "3/minute", "BANNERFALL_RATE_LIMIT_SIGN_IN_USER": "5/minute"}
+    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path}/spread.db", env=env).start()
+    try:
+        token, _ = _guest(srv.url, "Eve")
+        assert _call(srv, "POST", "/accounts/claim", token,
+                     json={"username": "eve", "password": "eve password"}).status_code == 201
+        codes = [_sign_in_from(srv, f"127.0.1.{i % 3 + 1}", "eve", "guess 1234").status_code for i in range(6)]
+        assert codes == [401] * 5 + [429], codes
+        assert _sign_in_from(srv, "127.0.1.9", "eve", "eve password").status_code == 429
+        assert _sign_in_from(srv, "127.0.1.9", "someone-else", "guess 1234").status_code == 401
+    finally:
+        srv.stop()
 
 
 async def test_passwords_hash_with_the_settings_and_ask_for_a_rehash_when_they_rise():

@@ -2,8 +2,9 @@
 from another device for a new token, lists and revokes its tokens (sign out everywhere).
 
 Passwords are hashed with argon2id (:mod:`app.api.passwords`); tokens are 256-bit random, stored only
-as SHA-256 (:func:`app.api.deps.hash_token`). Sign-in attempts are rate limited per username and per
-client address (``rate_limit_sign_in``, ``rate_limit_sign_in_ip``). Protocol: ``docs/protocol.md``
+as SHA-256 (:func:`app.api.deps.hash_token`). Sign-in attempts are rate limited per client address
+(``rate_limit_sign_in_ip``), failed ones per username from one address and from all
+(``rate_limit_sign_in``, ``rate_limit_sign_in_user``). Protocol: ``docs/protocol.md``
 ("Accounts").
 """
 from __future__ import annotations
@@ -79,23 +80,58 @@ def checked_name(name: str) -> str:
         raise ApiError(422, exc.code, exc.message) from None
 
 
-async def _sign_in_limits(request: Request, key: str) -> None:
+def _sign_in_limits_of(request: Request) -> tuple[list[Any], list[Any], list[Any]]:
+    """The parsed ``rate_limit_sign_in``, ``rate_limit_sign_in_user`` and ``rate_limit_sign_in_ip``
+    (parsed once per app)."""
     state = request.app.state
     if getattr(state, "sign_in_limits", None) is None:
         settings = state.settings
         state.sign_in_limits = (api_limits._parse(settings.rate_limit_sign_in),
+                                api_limits._parse(settings.rate_limit_sign_in_user),
                                 api_limits._parse(settings.rate_limit_sign_in_ip))
-    per_user, per_ip = state.sign_in_limits
-    limiter: api_limits.RateLimiter = state.rate_limiter
-    client = request.client
-    ip = client.host if client else "unknown"
+    return state.sign_in_limits
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _sign_in_budgets(request: Request, key: str) -> list[tuple[list[Any], tuple[str, ...]]]:
+    """The failed-sign-in budgets of ``key`` (a username's key) asked from this request's address:
+    ``rate_limit_sign_in`` for the username from this address, ``rate_limit_sign_in_user`` for the
+    username from every address; each as (limits, counter key)."""
+    per_user_ip, per_user, _ = _sign_in_limits_of(request)
+    user = hash_token(key)[:32]
+    budgets: list[tuple[list[Any], tuple[str, ...]]] = []
+    if per_user_ip:
+        budgets.append((per_user_ip, ("sign-in-user-ip", user, hash_token(_address(request))[:16])))
+    if per_user:
+        budgets.append((per_user, ("sign-in-user", user)))
+    return budgets
+
+
+async def _sign_in_limits(request: Request, key: str) -> None:
+    """Before a sign-in: every attempt counts against the address's ``rate_limit_sign_in_ip``; the
+    failure budgets of the username (:func:`_sign_in_budgets`) are only looked at. 429 when any is
+    spent."""
+    per_ip = _sign_in_limits_of(request)[2]
+    limiter: api_limits.RateLimiter = request.app.state.rate_limiter
+    ip = _address(request)
     retry = None
     if per_ip and ip not in limiter.exempt:
         retry = await limiter.hit(per_ip, "sign-in-ip", ip)
-    if retry is None and per_user:
-        retry = await limiter.hit(per_user, "sign-in-user", hash_token(key)[:32])
+    for limits, counter in _sign_in_budgets(request, key):
+        if retry is None:
+            retry = await limiter.test(limits, *counter)
     if retry is not None:
         raise api_limits.LimitExceeded(429, "rate_limited", f"too many sign-in attempts: retry in {retry} s", retry)
+
+
+async def _sign_in_failed(request: Request, key: str) -> None:
+    """A failed sign-in spends one from each of the username's failure budgets."""
+    limiter: api_limits.RateLimiter = request.app.state.rate_limiter
+    for limits, counter in _sign_in_budgets(request, key):
+        await limiter.hit(limits, *counter)
 
 
 @router.get("/me", response_model=AccountPublic, responses=responses(401))
@@ -129,11 +165,13 @@ async def sign_in(body: SignInRequest, request: Request, repo: RepoDep, accounts
                   passwords: PasswordsDep) -> SignedIn:
     """Sign in with a username and password: a new bearer token for this device (the others stay
     signed in). 401 ``bad_credentials`` (unknown username or wrong password, indistinguishable);
-    429 ``rate_limited`` (``rate_limit_sign_in`` per username, ``rate_limit_sign_in_ip`` per address)."""
+    429 ``rate_limited`` (``rate_limit_sign_in_ip``: attempts per address; ``rate_limit_sign_in`` and
+    ``rate_limit_sign_in_user``: failed attempts per username from this address and from all)."""
     key = username_key(" ".join(body.username.split()))
     await _sign_in_limits(request, key)
     account = await accounts.account_by_key(key)
     if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
+        await _sign_in_failed(request, key)
         raise ApiError(401, "bad_credentials", "unknown username or wrong password")
     player = await repo.player(account["player_id"])
     if player is None:
