@@ -251,33 +251,43 @@ async def refuse_if_limited(limiter: RateLimiter, scope, receive, send) -> bool:
 
 # -- caps per player -------------------------------------------------------------------------
 
-def _cap_lock(request: Request, player_id: str) -> asyncio.Lock:
-    """This node's lock of one player's capped changes: a cap's check and the change it guards run
-    under it, one request of the player at a time, so parallel requests cannot all pass the check
-    before any has made its change (2 Dec 2026: 19 parallel creates with a cap of 3 made 19
-    lobbies). Kept while some request holds or waits for it (a weak map, per app)."""
-    locks: weakref.WeakValueDictionary[str, asyncio.Lock] | None = getattr(request.app.state, "cap_locks", None)
+def keyed_lock(request: Request, kind: str, key: str) -> asyncio.Lock:
+    """This node's lock for one ``kind`` of check-then-change on one ``key`` (a player's capped
+    changes; a username's sign-ins): the check and the change it guards run under it, one request
+    at a time, so parallel requests cannot all pass the check before any has made its change (2 Dec
+    2026: 19 parallel creates with a cap of 3 made 19 lobbies; 20 parallel wrong passwords passed a
+    budget of 5). Kept while some request holds or waits for it (a weak map, per app)."""
+    locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] | None = getattr(
+        request.app.state, "keyed_locks", None)
     if locks is None:
-        locks = request.app.state.cap_locks = weakref.WeakValueDictionary()
-    lock = locks.get(player_id)
+        locks = request.app.state.keyed_locks = weakref.WeakValueDictionary()
+    lock = locks.get((kind, key))
     if lock is None:
-        lock = locks[player_id] = asyncio.Lock()
+        lock = locks[(kind, key)] = asyncio.Lock()
     return lock
+
+
+def _cap_lock(request: Request, player_id: str) -> asyncio.Lock:
+    return keyed_lock(request, "caps", player_id)
 
 
 async def lobby_cap(request: Request, player: PlayerDep) -> AsyncIterator[None]:
     """Route dependency (create, join): refuses 429 ``too_many_lobbies`` when the player already
-    holds a seat in ``max_lobbies_per_player`` open lobbies (0 = no cap). The check and the route
+    holds a seat in ``max_lobbies_per_player`` open lobbies (0 = no cap); a join of a lobby the player
+    already sits in passes (it is idempotent and adds nothing). The check and the route
     run under the player's lock on this node (:func:`_cap_lock`): exact on one node; requests of one
     player spread over N nodes at once may pass the cap by at most N - 1."""
-    from app.db.caps import open_lobbies_of
+    from app.db.caps import open_lobbies_of, seated_in
 
     cap = request.app.state.settings.max_lobbies_per_player
     if not cap:
         yield
         return
-    async with _cap_lock(request, player["id"]):
-        if await open_lobbies_of(request.app.state.repo.engine, player["id"]) >= cap:
+    engine = request.app.state.repo.engine
+    lobby_id = request.path_params.get("lobby_id")  # a join: one of a lobby the player sits in is
+    async with _cap_lock(request, player["id"]):    # idempotent and adds no lobby, so it passes
+        if ((lobby_id is None or not await seated_in(engine, str(lobby_id), player["id"]))
+                and await open_lobbies_of(engine, player["id"]) >= cap):
             raise LimitExceeded(429, "too_many_lobbies",
                                 f"you are in {cap} open lobbies already: leave or start one first", CAP_RETRY_SECONDS)
         yield

@@ -18,6 +18,14 @@ async def open_lobbies_of(engine: AsyncEngine, player_id: str) -> int:
         return int((await conn.execute(query)).scalar_one())
 
 
+async def seated_in(engine: AsyncEngine, lobby_id: str, player_id: str) -> bool:
+    """Whether ``player_id`` holds a seat in lobby ``lobby_id`` (a join of it is idempotent)."""
+    query = (select(func.count()).select_from(seats_t)
+             .where(seats_t.c.lobby_id == lobby_id, seats_t.c.player_id == player_id))
+    async with engine.connect() as conn:
+        return int((await conn.execute(query)).scalar_one()) > 0
+
+
 async def lobby_has_bots(engine: AsyncEngine, lobby_id: str) -> bool:
     query = select(func.count()).select_from(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.bot.is_not(None))
     async with engine.connect() as conn:

@@ -144,6 +144,15 @@ def test_admins_and_bots_cannot_claim(acc_server):
     assert (r.status_code, r.json()["code"]) == (403, "forbidden")
 
 
+def test_the_admin_cannot_revoke_its_configured_token(acc_server):
+    """The admin's token comes from ADMIN_TOKEN: revoking it would lock the admin out until a
+    restart (found by a tester, 2 Dec 2026). Both revocations answer 403 and the token still works."""
+    for method, path in (("DELETE", "/accounts/tokens/first"), ("POST", "/accounts/sign-out-everywhere")):
+        r = _call(acc_server, method, path, acc_server.admin_token)
+        assert (r.status_code, r.json()["code"]) == (403, "forbidden"), r.text
+    assert _call(acc_server, "GET", "/accounts/me", acc_server.admin_token).status_code == 200
+
+
 BAD_NAMES = [
     ("a\x00b", "invalid_text"), ("line\nbreak", "bad_name"), ("cr\rname", "bad_name"), ("tab\tname", "bad_name"),
     ("bell\x07", "bad_name"), ("c1\x85name", "bad_name"), ("\u202eevil", "bad_name"), ("rtl\u2067x", "bad_name"),
@@ -268,6 +277,27 @@ def test_failed_sign_ins_are_limited_per_username_and_address(acc_server):
     assert _sign_in_from(acc_server, "127.0.0.21", "dee", "dee password").status_code == 200  # the owner
     other = _sign_in_from(acc_server, "127.0.0.22", "someone-else", "guess 1234")
     assert other.status_code == 401
+
+
+def test_parallel_wrong_passwords_spend_the_budget_one_by_one(acc_server):
+    """The failure budget is looked at before the password check and spent after it, under the
+    username's lock: 10 parallel guesses from one address with a budget of 6 get exactly 6 password
+    checks (401) and 4 refusals (429); the owner from another address still signs in (2 Dec 2026,
+    found by a tester: 20 parallel guesses all got a password check)."""
+    token, _ = _guest(acc_server.url, "Fay")
+    assert _call(acc_server, "POST", "/accounts/claim", token,
+                 json={"username": "fay", "password": "fay password"}).status_code == 201
+
+    async def guesses() -> list[int]:
+        transport = httpx.AsyncHTTPTransport(local_address="127.0.0.31")
+        async with httpx.AsyncClient(transport=transport, timeout=30) as client:
+            answers = await asyncio.gather(*[client.post(acc_server.url + API + "/accounts/sign-in",
+                                                         json={"username": "fay", "password": f"guess {i:04}"})
+                                             for i in range(10)])
+        return sorted(a.status_code for a in answers)
+
+    assert asyncio.run(guesses()) == [401] * 6 + [429] * 4
+    assert _sign_in_from(acc_server, "127.0.0.32", "fay", "fay password").status_code == 200
 
 
 def test_failed_sign_ins_from_many_addresses_are_bounded_per_username(tmp_path):

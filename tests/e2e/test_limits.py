@@ -149,6 +149,12 @@ async def test_parallel_creates_and_joins_do_not_pass_the_lobby_cap(limited):
         joins = await asyncio.gather(*[host._http.post(f"/api/v1/lobbies/{lobby}/join", json={}, headers=auth)
                                        for lobby in open_ids])
         assert [j.json()["code"] for j in joins] == ["too_many_lobbies"] * 4, [j.text for j in joins]
+        # at the cap, joining a lobby the player sits in stays idempotent (200, its seat), in parallel too
+        mine = [a.json()["id"] for a in answers if a.status_code == 201][0]
+        await asyncio.sleep(1.1)
+        again = await asyncio.gather(*[host._http.post(f"/api/v1/lobbies/{mine}/join", json={}, headers=auth)
+                                       for _ in range(3)])
+        assert [a.status_code for a in again] == [200] * 3, [a.text for a in again]
     finally:
         await host.close()
         for o in others:

@@ -168,11 +168,15 @@ async def sign_in(body: SignInRequest, request: Request, repo: RepoDep, accounts
     429 ``rate_limited`` (``rate_limit_sign_in_ip``: attempts per address; ``rate_limit_sign_in`` and
     ``rate_limit_sign_in_user``: failed attempts per username from this address and from all)."""
     key = username_key(" ".join(body.username.split()))
-    await _sign_in_limits(request, key)
-    account = await accounts.account_by_key(key)
-    if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
-        await _sign_in_failed(request, key)
-        raise ApiError(401, "bad_credentials", "unknown username or wrong password")
+    # one sign-in of a username at a time on this node: the failure budgets are looked at before the
+    # password check and spent after it, so parallel guesses must not all pass the look (2 Dec 2026:
+    # 20 parallel wrong passwords all got a password check against a budget of 5)
+    async with api_limits.keyed_lock(request, "sign-in", key):
+        await _sign_in_limits(request, key)
+        account = await accounts.account_by_key(key)
+        if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
+            await _sign_in_failed(request, key)
+            raise ApiError(401, "bad_credentials", "unknown username or wrong password")
     player = await repo.player(account["player_id"])
     if player is None:
         raise ApiError(401, "bad_credentials", "unknown username or wrong password")
@@ -198,15 +202,27 @@ async def list_tokens(request: Request, player: PlayerDep, accounts: AccountsDep
                             for t in await accounts.tokens(player["id"])])
 
 
-@router.delete("/tokens/{token_id}", status_code=204, responses=responses(401, 404))
+def _own_tokens_only(player: dict[str, Any]) -> None:
+    """Admins' and bots' tokens are the server's to set (``ADMIN_TOKEN``; a bot's at each start):
+    revoking the admin's would lock it out until the next restart. 403 ``forbidden``."""
+    if player["role"] != "player":
+        raise ApiError(403, "forbidden", "this token is set by the server's configuration (ADMIN_TOKEN): "
+                                         "change it there")
+
+
+@router.delete("/tokens/{token_id}", status_code=204, responses=responses(401, 403, 404))
 async def revoke_token(token_id: TokenId, player: PlayerDep, accounts: AccountsDep) -> Response:
-    """Revoke one token (this device's too: the next request with it gets 401). 404 ``not_found``."""
+    """Revoke one token (this device's too: the next request with it gets 401). 404 ``not_found``;
+    403 ``forbidden`` for admins and bots (their tokens come from the configuration)."""
+    _own_tokens_only(player)
     if not await accounts.revoke_token(player["id"], token_id):
         raise not_found("token")
     return Response(status_code=204)
 
 
-@router.post("/sign-out-everywhere", response_model=RevokedTokens, responses=responses(401))
+@router.post("/sign-out-everywhere", response_model=RevokedTokens, responses=responses(401, 403))
 async def sign_out_everywhere(player: PlayerDep, accounts: AccountsDep) -> dict[str, Any]:
-    """Revoke every token of the asking player, this one included (sign in again to get one)."""
+    """Revoke every token of the asking player, this one included (sign in again to get one).
+    403 ``forbidden`` for admins and bots."""
+    _own_tokens_only(player)
     return {"revoked": await accounts.revoke_all(player["id"])}
