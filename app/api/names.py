@@ -32,12 +32,23 @@ import unicodedata
 
 from confusable_homoglyphs import categories, confusables
 
-#: names nobody may take (compared by :func:`skeleton`)
+#: names nobody may take as the whole name (compared by :func:`skeleton`; a plural ``s`` and
+#: trailing digits are ignored)
 RESERVED = frozenset({
     "admin", "administrator", "root", "system", "sysop", "server", "bot", "bots", "moderator", "mod",
     "staff", "support", "official", "bannerfall", "owner", "operator", "nobody", "null",
     "undefined", "anonymous",
 })
+#: the reserved names that are refused as any word of a name too (``The Admin``, ``random-bot-0``,
+#: ``Bannerfall Support``): those that speak for the server. The others (``root``, ``null``,
+#: ``owner``, ``server`` …) are common surnames or words (``Joe Root``), refused only alone
+RESERVED_WORDS = frozenset({
+    "admin", "administrator", "sysop", "bot", "bots", "moderator", "mod", "staff", "support", "official",
+    "bannerfall", "system",
+})
+#: reserved names refused also at the start or end of a word (``TheAdmin``, ``AdminBot``): long
+#: enough that no common word or name starts or ends with them
+RESERVED_AFFIXES = ("admin", "administrator", "moderator", "bannerfall")
 #: display names: 1-32 characters once normalised
 DISPLAY_MAX = 32
 #: the most characters a display name may have as sent, before normalising (decomposed accents,
@@ -50,13 +61,24 @@ BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 KEPT_FORMAT = frozenset("\u200c\u200d")  # ZWNJ, ZWJ
 #: letters and marks that render as nothing though their category says otherwise (Hangul fillers,
 #: the braille blank, Khmer inherent vowels, the combining grapheme joiner, Mongolian vowel separator)
-BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u034f\u180e")
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u034f\u180e\U0001d159")
+#: emoji tag characters (U+E0020-U+E007F): invisible format characters, allowed only in a tag
+#: sequence after the black flag (the flags of Scotland, Wales, England)
+_TAGS = range(0xE0020, 0xE0080)
+_BLACK_FLAG = "\U0001f3f4"
 #: scripts that may share a word (UTS 39's "highly restrictive" sets); Common and Inherited go with any
 _SCRIPT_SETS = (frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "HAN", "HANGUL"}),
                 frozenset({"LATIN", "HAN", "BOPOMOFO"}))
-#: Latin letters that imitate another by their Unicode name: small capitals and modifier letters
-_NAMED_LOOKALIKE = re.compile(r"LATIN (?:LETTER SMALL CAPITAL|SMALL CAPITAL LETTER|SUBSCRIPT SMALL LETTER|"
-                              r"(?:SMALL |CAPITAL )?LETTER (?:SMALL )?CAPITAL) ([A-Z])")
+#: characters that imitate a Latin letter by their Unicode name: small capitals, modifier and
+#: subscript letters, letters with a hook, stroke, curl or tail that NFD cannot take apart
+#: (``Ⱥ``, ``ᶏ``, ``ȡ``, ``ʈ``), squared and circled letters (``🅰``)
+_NAMED_LOOKALIKE = re.compile(
+    r"(?:.* )?LATIN (?:LETTER SMALL CAPITAL|SMALL CAPITAL LETTER|SUBSCRIPT SMALL LETTER|"
+    r"(?:SMALL |CAPITAL )?LETTER (?:SMALL )?CAPITAL|(?:CAPITAL |SMALL )?LETTER(?: DOTLESS)?) ([A-Z])(?: WITH .*)?")
+#: Coptic letters that look like Latin ones (Unicode's confusables data lacks most of them)
+_COPTIC = {"ALFA": "a", "VIDA": "b", "EIE": "e", "ZATA": "z", "HATE": "h", "IAUDA": "i", "KAPA": "k", "MI": "m",
+           "NI": "n", "O": "o", "RO": "p", "SIMA": "c", "TAU": "t", "UA": "y", "KHI": "x", "OOU": "w"}
+_COPTIC_NAME = re.compile(r"COPTIC (?:CAPITAL|SMALL) LETTER ([A-Z]+)")
 
 #: look-alike letters folded to the Latin letter they imitate (cheap, not the full UTS 39 table)
 _CONFUSABLE_LETTERS = str.maketrans({
@@ -72,7 +94,7 @@ _CONFUSABLE_LETTERS = str.maketrans({
 })
 #: digits and signs that stand for letters ("adm1n", "b0t", "5y5tem")
 _LEET = str.maketrans({"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
-                       "9": "g", "$": "s", "@": "a", "!": "i", "|": "l"})
+                       "9": "g", "$": "s", "@": "a", "!": "i", "|": "l", "¡": "i", "€": "e"})
 
 
 class NameRefused(ValueError):
@@ -93,9 +115,13 @@ def _latin_lookalike(ch: str, homoglyphs: list[str]) -> str:
     """The ASCII letters or digits ``ch`` (not ASCII) imitates, else ``ch``: its small-capital
     name, or the first of its UTS 39 homoglyphs that is ASCII once its marks are taken away
     (``ł`` → ``l``)."""
-    named = _NAMED_LOOKALIKE.fullmatch(unicodedata.name(ch, ""))
+    name = unicodedata.name(ch, "")
+    named = _NAMED_LOOKALIKE.fullmatch(name)
     if named:
         return named.group(1).lower()
+    coptic = _COPTIC_NAME.fullmatch(name)
+    if coptic and coptic.group(1) in _COPTIC:
+        return _COPTIC[coptic.group(1)]
     for glyph in homoglyphs:
         plain = _unmarked(glyph)
         if plain and plain.isascii() and plain.isalnum():
@@ -123,21 +149,49 @@ def skeleton(text: str) -> str:
 
 
 _RESERVED_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED)
+_RESERVED_WORD_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED_WORDS)
+_AFFIX_SKELETONS = tuple(r.replace("i", "l") for r in RESERVED_AFFIXES)
+
+
+def _readings(text: str) -> list[str]:
+    """``text`` (folded, separators dropped) as it may be read: as it is, without trailing digits,
+    with digits and signs as letters (``adm1n``), both (``adm1n7``), without a plural ``s``, and
+    without letters of other scripts (``admin中``); ``i`` and ``l`` made one letter."""
+    base = [text, re.sub(r"\d+$", "", text)]
+    base += [b.translate(_LEET) for b in base]
+    base += [b[:-1] for b in base if len(b) > 3 and b.endswith("s")]
+    base += [re.sub(r"[^\x00-\x7f]+", "", b) for b in base]
+    return [b.replace("i", "l") for b in base if b]
+
+
+def _two_reserved_words(word: str) -> bool:
+    """``SystemBot``, ``StaffMod``: a word made of two of :data:`RESERVED_WORDS`."""
+    return any(word.startswith(first) and word[len(first):] in _RESERVED_WORD_SKELETONS
+               for first in _RESERVED_WORD_SKELETONS)
 
 
 def _reserved(normal: str) -> bool:
-    """Whether ``normal`` (a normalised name) or one of its words is a reserved name: folded
-    (:func:`_fold`), then read both as it is and with digits and signs as letters (``@dm!n``), the
-    signs turned into letters before separators are dropped."""
+    """Whether ``normal`` (a normalised name) is a reserved name (:data:`RESERVED`), or one of its
+    words is one of :data:`RESERVED_WORDS` or two of them, or a word starts or ends with one of
+    :data:`RESERVED_AFFIXES`: folded (:func:`_fold`), then in every reading of :func:`_readings`;
+    signs are turned into letters before separators are dropped (``@dm!n``)."""
     folded = _fold(normal)
     for variant in (folded, folded.translate(_LEET)):
-        candidates = [re.sub(r"[\W_]+", "", variant)]
-        candidates += [w for w in (re.sub(r"[\W_]+", "", w) for w in re.split(r"[\s\W_]+", variant)) if w]
-        for c in candidates:
-            c = c.replace("i", "l")
-            if c in _RESERVED_SKELETONS or re.sub(r"\d+$", "", c) in _RESERVED_SKELETONS:
-                return True
+        if any(r in _RESERVED_SKELETONS for r in _readings(re.sub(r"[\W_]+", "", variant))):
+            return True
+        for word in re.split(r"[\s\W_]+", variant):
+            for r in _readings(re.sub(r"[\W_]+", "", word)):
+                if r in _RESERVED_WORD_SKELETONS or (len(r) > 5 and r.startswith(_AFFIX_SKELETONS)) \
+                        or (len(r) > 5 and r.endswith(_AFFIX_SKELETONS)) or _two_reserved_words(r):
+                    return True
     return False
+
+
+def _tag_sequence_at(name: str, ch: str) -> bool:
+    """Whether every run of tag characters in ``name`` (``ch`` is one) follows the black flag: an
+    emoji tag sequence such as the flag of Scotland (U+1F3F4, tags ``gbsct``, cancel tag)."""
+    return all(m.start() > 0 and name[m.start() - 1] == _BLACK_FLAG
+               for m in re.finditer("[\U000e0020-\U000e007f]+", name))
 
 
 def _mixed_scripts(normal: str) -> str | None:
@@ -159,6 +213,8 @@ def check_name(name: str, *, max_length: int = DISPLAY_MAX) -> str:
             raise NameRefused("bad_name", f"names may not contain the control or unassigned character U+{ord(ch):04X}")
         if ch in BIDI_CONTROLS:
             raise NameRefused("bad_name", f"names may not contain the bidi control U+{ord(ch):04X}")
+        if ord(ch) in _TAGS and _BLACK_FLAG in name and _tag_sequence_at(name, ch):
+            continue
         if (cat == "Cf" and ch not in KEPT_FORMAT) or ch in BLANK_LETTERS:
             raise NameRefused("bad_name", f"names may not contain the invisible character U+{ord(ch):04X}")
     normal = " ".join(unicodedata.normalize("NFKC", name).split())

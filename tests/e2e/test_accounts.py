@@ -172,8 +172,20 @@ BAD_NAMES = [
     ("\u0251dmin", "reserved_name"),  # Latin alpha ɑ
     ("\u0280\u1d0f\u1d0f\u1d1b", "reserved_name"),  # ʀᴏᴏᴛ
     ("@dmin", "reserved_name"), ("adm!n", "reserved_name"), ("$y$tem", "reserved_name"),
-    ("\u2c80DMIN", "bad_name"),  # Coptic Ⲁ beside Latin in one word: mixed scripts
+    ("\u2c80DMIN", "reserved_name"),  # Coptic Ⲁ: folded to a (second round; it was only "mixed scripts")
+    ("\u2c80lex", "bad_name"),  # Coptic Ⲁ beside Latin in one word: mixed scripts
     ("\u2800", "bad_name"), ("\u115f", "bad_name"), ("\u3164\u3164", "bad_name"),  # letters that show nothing
+    # a second tester round the same day: letters NFD cannot take apart, Coptic, squared letters,
+    # trailing leet digits, compounds, plurals, a blank notehead
+    # ȺDMIN ᶏdmin aȡmin, ɌOOT rooʈ SƳSTEM
+    ("\u023aDMIN", "reserved_name"), ("\u1d8fdmin", "reserved_name"), ("a\u0221min", "reserved_name"),
+    ("\u024cOOT", "reserved_name"), ("roo\u0288", "reserved_name"), ("S\u01b3STEM", "reserved_name"),
+    ("\u2c82\u2c9e\u2ca6", "reserved_name"),  # Coptic ⲂⲞⲦ
+    ("\U0001f170\U0001f173\U0001f17c\U0001f178\U0001f17d", "reserved_name"),  # 🅰🅳🅼🅸🅽
+    ("adm\u00a1n", "reserved_name"), ("adm1n7", "reserved_name"), ("b0t7", "reserved_name"),
+    ("TheAdmin", "reserved_name"), ("AdminBot", "reserved_name"), ("SystemBot", "reserved_name"),
+    ("admins", "reserved_name"), ("The Admins", "reserved_name"), ("admin\u4e2d", "reserved_name"),
+    ("Bannerfall Support", "reserved_name"), ("\U0001d159", "bad_name"),
 ]
 
 
@@ -191,7 +203,11 @@ def _count_players(srv) -> int:
 
 
 @pytest.mark.parametrize("name", ["Zoë", "Jean-Luc Picard", "Abbot", "robot", "王小明", "👍🏽", "guest",
-                                  "Tokyo東京", "Иван Smith", "Μαρία", "łukasz", "Straße", "김민수"])
+                                  "Tokyo東京", "Иван Smith", "Μαρία", "łukasz", "Straße", "김민수",
+                                  # surnames that are reserved only as a whole name (2 Dec 2026)
+                                  "Joe Root", "Gary Null", "Tom Server", "Brad Owner", "Lily Nobody",
+                                  "Badminton", "Ecosystem", "Botanist", "Modest", "佐藤ゆかり", "Nguyễn Văn An",
+                                  "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f Scot"])
 def test_good_display_names_pass(name):
     assert check_name(name) == name
 
@@ -226,6 +242,10 @@ def test_username_key_folds_case_and_confusables():
     assert username_key("nina48a7") == username_key("\u039d\u0399\u039d\u039148\u03917") == username_key("NINA48A7")
     assert username_key("\u1d00\u029f\u026a\u1d04\u1d07") == username_key("alice")  # small capitals ᴀʟɪᴄᴇ
     assert username_key("nina") != username_key("nino")
+    # letters with a hook, stroke or curl, and Coptic look-alikes (a second tester round)
+    assert username_key("adam") == username_key("\u2c65dam") == username_key("\u1d8fdam")  # ⱥdam ᶏdam
+    assert username_key("dora") == username_key("\u0221ora") and username_key("moon") == username_key("\u0271oon")
+    assert username_key("BOOM") == username_key("\u2c82\u2c9e\u2c9e\u2c98")  # ⲂⲞⲞⲘ
 
 
 def test_usernames_are_unique_under_a_race(acc_server):
