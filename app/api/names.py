@@ -244,7 +244,12 @@ def check_username(username: str) -> str:
     return normal
 
 
+#: the digits that look like letters in most fonts (UTS 39 maps them so too): ``bi11`` is ``bill``
+_DIGIT_LOOKALIKES = str.maketrans({"0": "o", "1": "l"})
+
+
 def username_key(username: str) -> str:
     """The form usernames are unique by (a unique index): folded like :func:`skeleton` but keeping
-    separators, so ``Alice``, ``ALICE``, ``аlice`` (Cyrillic а) and ``Alıce`` are one username."""
-    return _fold(username).replace("i", "l")
+    separators, so ``Alice``, ``ALICE``, ``аlice`` (Cyrillic а), ``Alıce`` and ``A1ice`` are one
+    username (``0`` reads as ``o`` and ``1`` as ``l``, as in Unicode's confusables)."""
+    return _fold(username).translate(_DIGIT_LOOKALIKES).replace("i", "l")

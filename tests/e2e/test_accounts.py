@@ -246,6 +246,9 @@ def test_username_key_folds_case_and_confusables():
     assert username_key("adam") == username_key("\u2c65dam") == username_key("\u1d8fdam")  # ⱥdam ᶏdam
     assert username_key("dora") == username_key("\u0221ora") and username_key("moon") == username_key("\u0271oon")
     assert username_key("BOOM") == username_key("\u2c82\u2c9e\u2c9e\u2c98")  # ⲂⲞⲞⲘ
+    # digits that look like letters (UTS 39: 0 is O, 1 is l), as the tester found bill / bi11 both taken
+    assert username_key("bill") == username_key("bi11") and username_key("BOB") == username_key("B0B")
+    assert username_key("player2") != username_key("player3")
 
 
 def test_usernames_are_unique_under_a_race(acc_server):
