@@ -6,9 +6,10 @@ Create Date: 2026-12-02 10:30:00
 
 ``accounts.username_key`` (the unique form a username is claimed and signed in by) is
 ``app.api.names.username_key``. On 2 Dec 2026 it began to fold look-alikes through Unicode's
-confusables data (UTS 39): Greek capitals, Cherokee, small capitals … (``docs/decisions.md``,
-"Names"). A username typed at sign-in is looked up by its new key, so every stored key is computed
-again here. ASCII usernames keep their key. Should two existing usernames now share a key (one
+confusables data (UTS 39): Greek capitals, Cherokee, small capitals …, and to read the digits
+``0`` and ``1`` as ``o`` and ``l`` (``docs/decisions.md``, "Usernames"). A username typed at sign-in
+is looked up by its new key, so every stored key is computed again here: ASCII usernames without
+those digits keep their key. Should two existing usernames now share a key (one
 imitated the other before the change), the one claimed later keeps its old key and a warning names
 it: an operator decides; nothing is deleted. Downgrade keeps the new keys (the old ones are gone).
 """
