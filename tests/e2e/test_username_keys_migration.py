@@ -18,6 +18,7 @@ def test_the_keys_are_recomputed_and_a_new_collision_keeps_the_old_key(tmp_path)
         ("p1", "nina48a7", "nlna48a7", 1.0),
         ("p2", "ΝΙΝΑ48Α7", "vlva48a7", 2.0),  # Greek capitals: imitates p1's, claimed later
         ("p3", "ΜΑΡΚΟ", "uapko", 3.0),  # Greek capitals, imitating nobody
+        ("p4", "bi11y", "bl11y", 4.0),  # ASCII with digits that read as letters
     ]
     for player, username, key, created in rows:
         db.execute("INSERT INTO players (id, name, role, token_hash, created_at) VALUES (?, ?, 'player', ?, ?)",
@@ -34,4 +35,5 @@ def test_the_keys_are_recomputed_and_a_new_collision_keeps_the_old_key(tmp_path)
     db.close()
     assert keys["p1"] == "nlna48a7" == username_key("nina48a7")  # ASCII: unchanged
     assert keys["p2"] == "vlva48a7"  # would collide with p1: keeps its old key
+    assert keys["p4"] == username_key("bi11y") == username_key("billy") == "bllly"
     assert keys["p3"] == username_key("ΜΑΡΚΟ") == "mapko"  # the new key (it looks like Latin MAPKO): found at sign-in
