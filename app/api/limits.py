@@ -267,15 +267,11 @@ def keyed_lock(request: Request, kind: str, key: str) -> asyncio.Lock:
     return lock
 
 
-def _cap_lock(request: Request, player_id: str) -> asyncio.Lock:
-    return keyed_lock(request, "caps", player_id)
-
-
 async def lobby_cap(request: Request, player: PlayerDep) -> AsyncIterator[None]:
     """Route dependency (create, join): refuses 429 ``too_many_lobbies`` when the player already
     holds a seat in ``max_lobbies_per_player`` open lobbies (0 = no cap); a join of a lobby the player
     already sits in passes (it is idempotent and adds nothing). The check and the route
-    run under the player's lock on this node (:func:`_cap_lock`): exact on one node; requests of one
+    run under the player's lock on this node (:func:`keyed_lock`): exact on one node; requests of one
     player spread over N nodes at once may pass the cap by at most N - 1."""
     from app.db.caps import open_lobbies_of, seated_in
 
@@ -285,9 +281,9 @@ async def lobby_cap(request: Request, player: PlayerDep) -> AsyncIterator[None]:
         return
     engine = request.app.state.repo.engine
     lobby_id = request.path_params.get("lobby_id")  # a join: one of a lobby the player sits in is
-    async with _cap_lock(request, player["id"]):    # idempotent and adds no lobby, so it passes
-        if ((lobby_id is None or not await seated_in(engine, str(lobby_id), player["id"]))
-                and await open_lobbies_of(engine, player["id"]) >= cap):
+    async with keyed_lock(request, "caps", player["id"]):  # idempotent and adds no lobby: it passes
+        if (await open_lobbies_of(engine, player["id"]) >= cap
+                and (lobby_id is None or not await seated_in(engine, str(lobby_id), player["id"]))):
             raise LimitExceeded(429, "too_many_lobbies",
                                 f"you are in {cap} open lobbies already: leave or start one first", CAP_RETRY_SECONDS)
         yield
@@ -304,7 +300,7 @@ async def bot_match_cap(lobby_id: str, request: Request, player: PlayerDep) -> A
     if not cap:
         yield
         return
-    async with _cap_lock(request, player["id"]):
+    async with keyed_lock(request, "caps", player["id"]):
         if (await lobby_has_bots(engine, lobby_id)
                 and await running_bot_matches_hosted_by(engine, player["id"]) >= cap):
             raise LimitExceeded(429, "too_many_bot_matches",

@@ -32,7 +32,7 @@ import unicodedata
 
 from confusable_homoglyphs import categories, confusables
 
-#: names nobody may take as the whole name (compared by :func:`skeleton`; a plural ``s`` and
+#: names nobody may take as the whole name (compared by :func:`_reserved`; a plural ``s`` and
 #: trailing digits are ignored)
 RESERVED = frozenset({
     "admin", "administrator", "root", "system", "sysop", "server", "bot", "bots", "moderator", "mod",
@@ -142,12 +142,6 @@ def _fold(text: str) -> str:
     return _unmarked(text.casefold()).translate(_CONFUSABLE_LETTERS)
 
 
-def skeleton(text: str) -> str:
-    """What a name looks like: :func:`_fold`, then ``i``/``l`` made one letter, then only letters and
-    digits kept."""
-    return re.sub(r"[\W_]+", "", _fold(text)).replace("i", "l")
-
-
 _RESERVED_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED)
 _RESERVED_WORD_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED_WORDS)
 _AFFIX_SKELETONS = tuple(r.replace("i", "l") for r in RESERVED_AFFIXES)
@@ -187,11 +181,11 @@ def _reserved(normal: str) -> bool:
     return False
 
 
-def _tag_sequence_at(name: str, ch: str) -> bool:
-    """Whether every run of tag characters in ``name`` (``ch`` is one) follows the black flag: an
-    emoji tag sequence such as the flag of Scotland (U+1F3F4, tags ``gbsct``, cancel tag)."""
-    return all(m.start() > 0 and name[m.start() - 1] == _BLACK_FLAG
-               for m in re.finditer("[\U000e0020-\U000e007f]+", name))
+def _flag_tags_only(name: str) -> bool:
+    """Whether every run of tag characters in ``name`` follows the black flag: an emoji tag
+    sequence such as the flag of Scotland (U+1F3F4, tags ``gbsct``, cancel tag)."""
+    return _BLACK_FLAG in name and all(m.start() > 0 and name[m.start() - 1] == _BLACK_FLAG
+                                       for m in re.finditer("[\U000e0020-\U000e007f]+", name))
 
 
 def _mixed_scripts(normal: str) -> str | None:
@@ -207,13 +201,14 @@ def _mixed_scripts(normal: str) -> str | None:
 def check_name(name: str, *, max_length: int = DISPLAY_MAX) -> str:
     """Check a display name and return it normalised (NFKC, white space collapsed, ends trimmed).
     Raises :class:`NameRefused` (see the module docstring)."""
+    flag_tags = _flag_tags_only(name)
     for ch in name:
         cat = unicodedata.category(ch)
         if cat in ("Cc", "Cs", "Co", "Cn"):
             raise NameRefused("bad_name", f"names may not contain the control or unassigned character U+{ord(ch):04X}")
         if ch in BIDI_CONTROLS:
             raise NameRefused("bad_name", f"names may not contain the bidi control U+{ord(ch):04X}")
-        if ord(ch) in _TAGS and _BLACK_FLAG in name and _tag_sequence_at(name, ch):
+        if ord(ch) in _TAGS and flag_tags:
             continue
         if (cat == "Cf" and ch not in KEPT_FORMAT) or ch in BLANK_LETTERS:
             raise NameRefused("bad_name", f"names may not contain the invisible character U+{ord(ch):04X}")
@@ -249,7 +244,7 @@ _DIGIT_LOOKALIKES = str.maketrans({"0": "o", "1": "l"})
 
 
 def username_key(username: str) -> str:
-    """The form usernames are unique by (a unique index): folded like :func:`skeleton` but keeping
+    """The form usernames are unique by (a unique index): folded by :func:`_fold`, keeping
     separators, so ``Alice``, ``ALICE``, ``аlice`` (Cyrillic а), ``Alıce`` and ``A1ice`` are one
     username (``0`` reads as ``o`` and ``1`` as ``l``, as in Unicode's confusables)."""
     return _fold(username).translate(_DIGIT_LOOKALIKES).replace("i", "l")

@@ -87,7 +87,7 @@ async def test_a_writer_cancelled_before_its_first_step_leaves_no_reference_cycl
     assert writer is not None and not writer.done()
     conn.gone()  # before the writer's first step
     assert conn.writer is None
-    await asyncio.sleep(0)
+    await asyncio.wait({writer}, timeout=5)
     assert writer.cancelled()
     gc.collect()
     gc.disable()

@@ -110,9 +110,9 @@ def _sign_in_budgets(request: Request, key: str) -> list[tuple[list[Any], tuple[
     return budgets
 
 
-async def _sign_in_limits(request: Request, key: str) -> None:
+async def _sign_in_limits(request: Request, budgets: list[tuple[list[Any], tuple[str, ...]]]) -> None:
     """Before a sign-in: every attempt counts against the address's ``rate_limit_sign_in_ip``; the
-    failure budgets of the username (:func:`_sign_in_budgets`) are only looked at. 429 when any is
+    username's failure ``budgets`` (:func:`_sign_in_budgets`) are only looked at. 429 when any is
     spent."""
     per_ip = _sign_in_limits_of(request)[2]
     limiter: api_limits.RateLimiter = request.app.state.rate_limiter
@@ -120,17 +120,18 @@ async def _sign_in_limits(request: Request, key: str) -> None:
     retry = None
     if per_ip and ip not in limiter.exempt:
         retry = await limiter.hit(per_ip, "sign-in-ip", ip)
-    for limits, counter in _sign_in_budgets(request, key):
-        if retry is None:
-            retry = await limiter.test(limits, *counter)
+    for limits, counter in budgets:
+        if retry is not None:
+            break
+        retry = await limiter.test(limits, *counter)
     if retry is not None:
         raise api_limits.LimitExceeded(429, "rate_limited", f"too many sign-in attempts: retry in {retry} s", retry)
 
 
-async def _sign_in_failed(request: Request, key: str) -> None:
-    """A failed sign-in spends one from each of the username's failure budgets."""
+async def _sign_in_failed(request: Request, budgets: list[tuple[list[Any], tuple[str, ...]]]) -> None:
+    """A failed sign-in spends one from each of the username's failure ``budgets``."""
     limiter: api_limits.RateLimiter = request.app.state.rate_limiter
-    for limits, counter in _sign_in_budgets(request, key):
+    for limits, counter in budgets:
         await limiter.hit(limits, *counter)
 
 
@@ -171,11 +172,12 @@ async def sign_in(body: SignInRequest, request: Request, repo: RepoDep, accounts
     # one sign-in of a username at a time on this node: the failure budgets are looked at before the
     # password check and spent after it, so parallel guesses must not all pass the look (2 Dec 2026:
     # 20 parallel wrong passwords all got a password check against a budget of 5)
+    budgets = _sign_in_budgets(request, key)
     async with api_limits.keyed_lock(request, "sign-in", key):
-        await _sign_in_limits(request, key)
+        await _sign_in_limits(request, budgets)
         account = await accounts.account_by_key(key)
         if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
-            await _sign_in_failed(request, key)
+            await _sign_in_failed(request, budgets)
             raise ApiError(401, "bad_credentials", "unknown username or wrong password")
     player = await repo.player(account["player_id"])
     if player is None:
