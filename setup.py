@@ -1,7 +1,8 @@
 """Build of Bannerfall's compiled modules: the per-action hot paths, compiled with mypyc.
 
 Everything else about the package is in ``pyproject.toml``. The modules in ``app/_native.py``'s
-``COMPILED`` (the JSON diff, the audiences' book, the games' views ...) are compiled by mypyc (the
+``CORE`` (the JSON diff, the audiences' book ...) and those each of Bannerfall's games declares in its
+``GameInfo(compiled=...)`` (their views) are compiled by mypyc (the
 mypy project's compiler for type-annotated Python) into one C extension; the ``.py`` files stay the
 source of truth and are what runs whenever the compiled code is missing, stale or turned off
 (``app/_native.py``). A machine without a C compiler installs and runs the same package in pure
@@ -22,9 +23,11 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "app"))
-from _native import COMPILED, GROUP, MANIFEST  # noqa: E402  (app/_native.py imports nothing of app)
+from _native import CORE, GROUP, MANIFEST, declared_games_compiled  # noqa: E402  (imports nothing of app)
 
 sys.path.pop(0)
+#: the runtime's hot paths and the modules Bannerfall's own games declare compiled (GameInfo.compiled)
+COMPILED = CORE + tuple(m for m in declared_games_compiled(ROOT) if m not in CORE)
 
 
 def _mypyc_extensions() -> list:

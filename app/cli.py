@@ -2,8 +2,8 @@
 
 Every mistake an operator or a newcomer can make (a server that is not there, a database that does
 not exist, a port in use, an unknown game or bot, Ctrl-C) ends with one line on stderr naming what
-failed and what to do, and a non-zero exit code: 1 a check failed, 2 bad input or an unreachable
-service, 130 interrupted. Set ``BANNERFALL_DEBUG=1`` to get the traceback instead.
+failed and what to do, and the exit code of :data:`EXIT_RULE`, the same in every command. Set
+``BANNERFALL_DEBUG=1`` to get the traceback instead.
 """
 from __future__ import annotations
 
@@ -22,11 +22,40 @@ from typing import Any, NoReturn
 
 import typer
 
-cli = typer.Typer(add_completion=False, no_args_is_help=True, help="Bannerfall game server",
-                  pretty_exceptions_enable=False)
-
-#: exit codes
+#: exit codes (:data:`EXIT_RULE`)
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+#: the one rule of exit codes, for every command (shown by ``--help``; docs/operations.md, "Exit codes")
+EXIT_RULE = ("Exit codes, the same for every command: 0 done; 1 the command could not do its job, or a check "
+             "failed: something it needs is missing or not answering (the database, its tables, Redis, the "
+             "server of --url, the port, the match or spin asked for) or verify found a problem; 2 what was "
+             "typed or configured is wrong whatever the machine (an unknown command, option, game or bot, a "
+             "malformed id, URL, option or setting, an ambiguous short id); 130 interrupted (Ctrl-C).")
+
+
+cli = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Bannerfall game server.\n\n" + EXIT_RULE)
+
+
+def version_text() -> str:
+    """``bannerfall VERSION`` (the installed package's version, else the source tree's)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"bannerfall {version('bannerfall')}"
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "bannerfall (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit(0)
+
+
+@cli.callback()
+def _main_options(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_show_version,
+                                               help="print the version and exit")) -> None:
+    """Bannerfall game server."""
 
 
 class CliError(Exception):
@@ -60,7 +89,8 @@ def _settings(**overrides):
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) for x in err.get("loc", ())) or "setting"
-        _fail(f"bad setting BANNERFALL_{field.upper()}: {err.get('msg')}")
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        _fail(f"bad setting BANNERFALL_{field.upper()}: {msg}")
 
 
 def _run(fn, *args: Any, **kwargs: Any) -> None:
@@ -181,34 +211,44 @@ def _read_database_url(option: str | None) -> tuple[str, str]:
     if path is not None and (not str(path) or str(path) == ":memory:" or not path.is_file()):
         shown = path.resolve() if str(path) else "(none)"
         _fail(f"no database at {shown} (SQLite, from {source}); run this where the server runs, "
-              f"or pass --database-url / set BANNERFALL_DATABASE_URL to the server's database")
+              f"or pass --database-url / set BANNERFALL_DATABASE_URL to the server's database", EXIT_FAILED)
     return url, source
 
 
-async def _find_match(repo, url: str, match_id: str) -> dict[str, Any]:
-    """The match whose id is ``match_id`` or starts with it (at least 8 characters, as the web
-    pages show); one line when there is none or more than one."""
+async def _find_id(engine, url: str, column: Any, wanted_id: str, what: str) -> str:
+    """The id in ``column`` that is ``wanted_id`` or starts with it (at least 8 hex characters, as
+    the web pages and the ledger show them; dashes ignored, any case). One line (CliError) when it
+    is not an id (exit 2), matches none (exit 1) or more than one (exit 2, with the candidates)."""
     import re
 
     from sqlalchemy import select
 
-    from app.db.models import Match
-
-    wanted = match_id.strip().lower()
+    wanted = wanted_id.strip().lower()
     if not re.fullmatch(r"[0-9a-f-]{8,64}", wanted):
-        _fail(f"{match_id!r} is not a match id (give the whole id or its first 8 or more characters)")
-    match = await repo.match(wanted)
-    if match is not None:
-        return match
-    async with repo.engine.connect() as conn:
-        prefix = wanted.replace("-", "") + "%"
-        ids = (await conn.execute(select(Match.id).where(Match.id.like(prefix)).limit(5))).scalars().all()
+        _fail(f"{wanted_id!r} is not a {what} id (give the whole id or its first 8 or more characters)")
+    plain = wanted.replace("-", "")
+    async with engine.connect() as conn:
+        exact = (await conn.execute(select(column).where(column.in_([wanted, plain])))).scalars().first()
+        if exact is not None:
+            return exact
+        ids = (await conn.execute(select(column).where(column.like(plain + "%")).limit(5))).scalars().all()
     if not ids:
-        _fail(f"no match {match_id} in {shown_url(url)}")
+        _fail(f"no {what} {wanted_id} in {shown_url(url)}", EXIT_FAILED)
     if len(ids) > 1:
         candidates = ", ".join(i[:12] + "…" for i in ids)
-        _fail(f"{match_id} is ambiguous in {shown_url(url)}: {candidates} — give more characters")
-    return await repo.match(ids[0])
+        _fail(f"{wanted_id} is ambiguous in {shown_url(url)}: {candidates} — give more characters")
+    return ids[0]
+
+
+async def _find_match(repo, url: str, match_id: str) -> dict[str, Any]:
+    """The match whose id is ``match_id`` or starts with it (:func:`_find_id`)."""
+    from app.db.models import Match
+
+    found = await _find_id(repo.engine, url, Match.id, match_id, "match")
+    match = await repo.match(found)
+    if match is None:
+        _fail(f"no match {match_id} in {shown_url(url)}", EXIT_FAILED)
+    return match
 
 
 async def _load(match_id: str, url: str):
@@ -227,7 +267,7 @@ async def _load(match_id: str, url: str):
         except Exception as exc:
             if _debug():
                 raise
-            _fail(database_problem(exc, url))
+            _fail(database_problem(exc, url), EXIT_FAILED)
         return match, actions
     finally:
         await engine.dispose()
@@ -279,6 +319,23 @@ def _preflight(settings) -> None:
                   f"BANNERFALL_REDIS_URL", EXIT_FAILED)
 
 
+def _claim_database(settings) -> Any:
+    """This process's claim on its database (``app.db.node_lock``): a node without Redis alone, nodes
+    with Redis together; one line when another node holds a claim this one may not share."""
+    from app.db.node_lock import DatabaseInUse, claim_database
+
+    holder = {"pid": os.getpid(), "node": settings.node, "address": f"{settings.host}:{settings.port}"}
+    try:
+        return claim_database(settings.database_url, shared=bool(settings.redis_url), holder=holder,
+                              shown=shown_url(settings.database_url))
+    except DatabaseInUse as exc:
+        _fail(exc.message, EXIT_FAILED)
+    except Exception as exc:
+        if _debug():
+            raise
+        _fail(database_problem(exc, settings.database_url), EXIT_FAILED)
+
+
 def _migrate(url: str) -> None:
     from app.db.migrate import upgrade
 
@@ -291,31 +348,39 @@ def _migrate(url: str) -> None:
 
 
 def uvicorn_config(app: Any, settings: Any) -> Any:
-    """The ``uvicorn.Config`` ``bannerfall serve`` runs ``app`` (``app.main.create_app``) with:
-    uvicorn's httptools and websockets-sansio protocols, keeping less per socket and making no
-    cyclic garbage, or uvicorn's stock ones (with a warning) if its internals changed
-    (``app.api.wsproto.server_protocols``). The event loop is uvicorn's choice (uvloop when installed)."""
+    """The ``uvicorn.Config`` ``bannerfall serve`` runs ``app`` (``app.main.create_app``) with: uvicorn's
+    httptools protocol, and match sockets on the lean transport (``app/transport/fast.py``) or the
+    ASGI one (``app.transport.servers.server_protocols``, ``BANNERFALL_SOCKET_TRANSPORT``). The event
+    loop is uvicorn's choice (uvloop when installed). uvicorn's proxy headers are off: the app finds
+    the client's address behind the proxies it trusts (``BANNERFALL_TRUSTED_PROXIES``,
+    ``app.api.limits.TrustedProxies``), so uvicorn's ``FORWARDED_ALLOW_IPS`` (whose ``*`` takes the
+    leftmost, client-written address) is not read."""
     import uvicorn
 
-    from app.api.wsproto import server_protocols
+    from app.transport.servers import server_protocols
 
-    http_protocol, ws_protocol = server_protocols()
+    http_protocol, ws_protocol = server_protocols(app, settings)
     return uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                           http=http_protocol, ws=ws_protocol, ws_max_size=1 << 20, timeout_keep_alive=75,
                           ws_per_message_deflate=settings.ws_compression, ws_ping_interval=settings.heartbeat_seconds,
-                          ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False)
+                          ws_ping_timeout=settings.heartbeat_seconds * 2, access_log=False,
+                          proxy_headers=False)  # the app reads X-Forwarded-For itself: TRUSTED_PROXIES
 
 
 def _serve(host, port, database_url) -> None:
     import logging
 
     settings = _settings(host=host, port=port, database_url=database_url)
-    from app.api.security import check_admin_token
+    from app.api.security import AdminTokenRefused, check_admin_token
 
-    check_admin_token(settings.admin_token)  # a weak token: one line, before the port, database or log
+    try:
+        check_admin_token(settings.admin_token)  # a weak token: one line, before the port, database or log
+    except AdminTokenRefused as exc:
+        _fail(str(exc).removeprefix("bannerfall: "))
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sock = _bind(settings.host, settings.port)
     _preflight(settings)
+    claim = _claim_database(settings)  # held for the process's life, as the port is
     if settings.migrate_on_start:
         _migrate(settings.database_url)
         settings = settings.model_copy(update={"migrate_on_start": False})
@@ -324,7 +389,11 @@ def _serve(host, port, database_url) -> None:
     from app.main import create_app
 
     server = uvicorn.Server(uvicorn_config(create_app(settings), settings))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if claim is not None:
+            claim.release()
     if not server.started:
         _fail("the server stopped during start-up (see the log above)", EXIT_FAILED)
 
@@ -384,7 +453,7 @@ def _replay(match_id: str, database_url: str | None, events: bool) -> None:
     """Print a match's log as the server replays it: the same :func:`app.runtime.replay.replay`
     (gap check and rule check included) that rebuilds a match after a crash."""
     from app.client.wording import describe, reason_text
-    from app.runtime.replay import ReplayMismatch, outcome_of
+    from app.runtime.replay import ReplayMismatch, RulesUnavailable, outcome_of
     from app.runtime.replay import replay as do_replay
 
     url, _source = _read_database_url(database_url)
@@ -392,11 +461,13 @@ def _replay(match_id: str, database_url: str | None, events: bool) -> None:
     names = _seat_names(match)
     try:
         result = do_replay(match, actions, keep_events=len(actions) + 1, audiences=False)
+    except RulesUnavailable as exc:
+        _missing_rules(match, exc)
     except ReplayMismatch as exc:
-        typer.echo(f"FAIL: {match['id']}: log does not replay: {exc}")
+        typer.echo(f"FAIL: {match['id']}: log does not replay under {_rules_line(match)}: {exc}")
         raise typer.Exit(EXIT_FAILED) from None
     game = result.game
-    typer.echo(f"match {match['id']} ({game.title}, {match['status']}) from {shown_url(url)}")
+    typer.echo(f"match {match['id']} ({game.title}, {_rules_line(match)}, {match['status']}) from {shown_url(url)}")
     by_version = {ver: evs for ver, evs, _audiences in result.history}
     for row in actions:
         if row["kind"] == "abort":
@@ -428,9 +499,25 @@ def replay(match_id: str = typer.Argument(..., help="a match id, or its first 8 
     _run(_replay, match_id, database_url, events)
 
 
+def _rules_line(match: dict[str, Any]) -> str:
+    """``conquest rules version 1`` (the version the match was played under, and the engine that
+    plays it here: the installed one, or an earlier one the game keeps)."""
+    from app.games import versions
+
+    needed = versions.match_rules_version(match)
+    current = versions.current_version(match["game"])
+    kept = "" if needed == current else f", kept beside the installed version {current}"
+    return f"{match['game']} rules version {needed}{kept}"
+
+
+def _missing_rules(match: dict[str, Any], exc: Exception) -> NoReturn:
+    _fail(f"{match['id']}: cannot replay: {exc}. Replay it with a Bannerfall release that has that version, "
+          f"or keep that engine (docs/operations.md, 'Deploying a rules change')", EXIT_FAILED)
+
+
 def _verify(match_id: str, database_url: str | None) -> None:
     from app.games.base import seed_commitment
-    from app.runtime.replay import ReplayMismatch
+    from app.runtime.replay import ReplayMismatch, RulesUnavailable, deadline_disagreements
     from app.runtime.replay import replay as do_replay
 
     url, _source = _read_database_url(database_url)
@@ -440,10 +527,17 @@ def _verify(match_id: str, database_url: str | None) -> None:
         problems.append("seed does not match seed_hash")
     try:
         result = do_replay(match, actions, audiences=False)
+    except RulesUnavailable as exc:
+        for p in problems:
+            typer.echo(f"FAIL: {match['id']}: {p}")
+        _missing_rules(match, exc)
     except ReplayMismatch as exc:
-        problems.append(f"log does not replay: {exc}")
+        problems.append(f"log does not replay under {_rules_line(match)}: {exc}")
         result = None
     if result is not None:
+        # the log's deadlines are those the step derives (the rebuild derives them, never reads them)
+        disagreements = deadline_disagreements(match, actions)
+        problems.extend(f"deadlines not those the rules derive: {d}" for d in disagreements[:3])
         outcome = result.game.outcome(result.state)
         recorded = match["outcome"]
         if match["status"] == "finished":
@@ -456,7 +550,8 @@ def _verify(match_id: str, database_url: str | None) -> None:
         for p in problems:
             typer.echo(f"FAIL: {match['id']}: {p}")
         raise typer.Exit(EXIT_FAILED)
-    typer.echo(f"OK: {match['id']} ({match['game']}, {match['status']}, {len(actions)} actions) reproduces its record")
+    typer.echo(f"OK: {match['id']} ({_rules_line(match)}, {match['status']}, {len(actions)} actions) "
+               "reproduces its record")
 
 
 @cli.command()
@@ -513,7 +608,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen | None, timeout: float, log_p
             reason = str(exc) or type(exc).__name__
         if time.monotonic() >= deadline:
             _fail(f"cannot reach a Bannerfall server at {url} ({reason}); start one with `bannerfall serve`, "
-                  f"or leave out --url to let the demo start its own")
+                  f"or leave out --url to let the demo start its own", EXIT_FAILED)
         time.sleep(0.25)
 
 
@@ -533,20 +628,44 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _check_demo_args(game: str, players: int, bot: str, options: str) -> dict[str, Any]:
-    """Everything checkable before anything is created on a server; returns the options."""
+def choose(given: str, choices: dict[str, str], what: str, among: str = "") -> str:
+    """The choice ``given`` names: a key of ``choices`` (``{name: canonical id}``: ids and titles),
+    compared without case or surrounding spaces. A name that is none of them is refused in one line
+    (CliError, exit 2) with the closest ones ("did you mean") and the whole list, as a mistyped
+    command is."""
+    import difflib
+
+    folded = {name.casefold(): value for name, value in choices.items()}
+    key = given.strip().casefold()
+    if key in folded:
+        return folded[key]
+    ids = sorted(set(choices.values()))
+    close = difflib.get_close_matches(key, list(folded), n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys(folded[c] for c in close))
+    hint = f"did you mean {' or '.join(repr(g) for g in guesses)}? " if guesses else ""
+    _fail(f"unknown {what} {given!r}{among}; {hint}{what}s: {', '.join(ids)}")
+
+
+def _check_demo_args(game: str, players: int, bot: str, options: str) -> tuple[str, int, str, dict[str, Any]]:
+    """Everything checkable before anything is created on a server; returns the game's id, the
+    seat count (``players``, or 0 for 3 within the game's seats), the bot kind and the options. A
+    game is named by its id or its title in any case (``Provinces``, ``hold'em conquest``), a bot
+    kind in any case."""
     from pydantic import ValidationError
 
     from app.games import registry
-    from app.runtime.bots import BOT_KINDS, bot_class
+    from app.runtime.bots import bot_kinds
 
     games = registry()
-    if game not in games:
-        _fail(f"unknown game {game!r}; games: {', '.join(sorted(games))}")
+    names = {gid: gid for gid in games} | {g.title: gid for gid, g in games.items()}
+    game = choose(game, names, "game")
     engine = games[game]
-    kinds = [k for k in BOT_KINDS if _has_bot(bot_class, game, k)]
-    if bot not in kinds:
-        _fail(f"unknown bot kind {bot!r} for {game}; kinds: {', '.join(kinds)}")
+    kinds = bot_kinds(game)
+    if bot == "smart" and "smart" not in kinds:  # the default: the game's first bot kind
+        bot = kinds[0]
+    bot = choose(bot, {k: k for k in kinds}, "bot kind", f" for {game}")
+    if players == 0:  # the default: 3 within the game's seats
+        players = min(max(3, engine.min_seats), engine.max_seats)
     if not engine.min_seats <= players <= engine.max_seats:
         _fail(f"{game} is for {engine.min_seats} to {engine.max_seats} players, not {players}")
     try:
@@ -560,19 +679,11 @@ def _check_demo_args(game: str, players: int, bot: str, options: str) -> dict[st
     except ValidationError as exc:
         err = exc.errors()[0]
         _fail(f"--options: {'.'.join(str(x) for x in err.get('loc', ())) or 'options'}: {err.get('msg')}")
-    return parsed
-
-
-def _has_bot(bot_class, game: str, kind: str) -> bool:
-    try:
-        bot_class(game, kind)
-        return True
-    except (KeyError, ImportError):
-        return False
+    return game, players, bot, parsed
 
 
 def _demo_cmd(game: str, players: int, url: str | None, bot: str, options: str, quiet: bool) -> None:
-    opts = _check_demo_args(game, players, bot, options)
+    game, players, bot, opts = _check_demo_args(game, players, bot, options)
     proc = None
     tmp = None
     log_file = None
@@ -614,10 +725,11 @@ def _demo_cmd(game: str, players: int, url: str | None, bot: str, options: str, 
 
 
 @cli.command()
-def demo(game: str = typer.Option("provinces", help="provinces | conquest | warrior"),
-         players: int = typer.Option(3, help="seats, all played by bots (provinces 2-6, others 2-4)"),
+def demo(game: str = typer.Option("provinces", help="a game's id or title (`bannerfall games` lists them)"),
+         players: int = typer.Option(0, help="seats, all played by bots (default: 3, within the game's seats)"),
          url: str | None = typer.Option(None, help="a running server, e.g. http://127.0.0.1:8000; default: start one"),
-         bot: str = typer.Option("smart", help="kind of bot in every seat: random | smart"),
+         bot: str = typer.Option("smart", help="kind of bot in every seat (the game's kinds: `bannerfall games`; "
+                                               "a game without 'smart' uses its first kind)"),
          options: str = typer.Option("{}", help="lobby options as JSON"),
          quiet: bool = typer.Option(False, help="print only the standings")) -> None:
     """Start a server (unless --url), fill a lobby with bots, play a whole match over real
@@ -715,11 +827,11 @@ async def _demo(url: str, game: str, seats: int, bot_kind: str, options: dict, q
             await sock.close()
         except ApiError as exc:
             await _close_lobby(rest, lobby_id, started_match)
-            _fail(f"{url} refused: {exc.message} ({exc.code})")
+            _fail(f"{url} refused: {exc.message} ({exc.code})", EXIT_FAILED)
         except (httpx.HTTPError, OSError, websockets.exceptions.WebSocketException) as exc:
             await _close_lobby(rest, lobby_id, started_match)
             detail = str(exc).splitlines()[0] if str(exc) else ""
-            _fail(f"lost the connection to {url} ({type(exc).__name__}: {detail})".replace(": )", ")"))
+            _fail(f"lost the connection to {url} ({type(exc).__name__}: {detail})".replace(": )", ")"), EXIT_FAILED)
         except BaseException:
             await _close_lobby(rest, lobby_id, started_match)
             raise
@@ -756,16 +868,20 @@ async def _close_lobby(rest, lobby_id: str | None, started: bool) -> None:
 async def _load_spin(spin_id: str, url: str) -> dict[str, Any] | None:
     from sqlalchemy.ext.asyncio import create_async_engine
 
+    from app.db.tables import spins_t
     from app.db.wallet import WalletRepository
 
     engine = create_async_engine(url, connect_args=_connect_args(url))
     try:
         try:
-            return await WalletRepository(engine).spin(spin_id.strip())
+            found = await _find_id(engine, url, spins_t.c.id, spin_id, "spin")
+            return await WalletRepository(engine).spin(found)
+        except CliError:
+            raise
         except Exception as exc:
             if _debug():
                 raise
-            _fail(database_problem(exc, url))
+            _fail(database_problem(exc, url), EXIT_FAILED)
     finally:
         await engine.dispose()
 
@@ -776,7 +892,7 @@ def _verify_spin(spin_id: str, database_url: str | None) -> None:
     url, _source = _read_database_url(database_url)
     spin = asyncio.run(_load_spin(spin_id, url))
     if spin is None:
-        _fail(f"no spin {spin_id} in {shown_url(url)}")
+        _fail(f"no spin {spin_id} in {shown_url(url)}", EXIT_FAILED)
     problems = verify_spin(spin)
     prize = spin["prize"]
     won = f"{prize['special']} for {prize['matches']} matches" if prize else "nothing"
@@ -788,8 +904,68 @@ def _verify_spin(spin_id: str, database_url: str | None) -> None:
     typer.echo(f"ok: sha256(seed) = {spin['seed_hash']}; reels and prize reproduced")
 
 
+def _games() -> None:
+    import logging
+
+    from app.games import registry, registry_problems
+
+    logging.getLogger("bannerfall.games").setLevel(logging.CRITICAL)  # said below, once each
+    for game_id, game in registry().items():
+        info = game.info
+        flags = [name for name, on in (("hidden information", info.hidden_information),
+                                       ("simultaneous moves", info.simultaneous_moves)) if on]
+        flags += [f"chance: {', '.join(sorted(info.chance))}"] if info.chance else []
+        if info.compiled:
+            from app._native import compiled_report
+
+            running = compiled_report(info.compiled)
+            flags.append(f"compiled: {sum(running.values())} of {len(running)} modules")
+        where = type(game).__module__.rsplit(".", 1)[0]
+        seats = f"{info.min_seats}" if info.min_seats == info.max_seats else f"{info.min_seats}-{info.max_seats}"
+        typer.echo(f"{game_id:<12} {info.title} — {seats} seats; bots: "
+                   f"{', '.join(info.bots)}; {'; '.join(flags) or 'perfect information'} ({where})")
+    for problem in registry_problems():
+        typer.echo(f"not registered: {problem}", err=True)
+    if registry_problems():
+        raise typer.Exit(EXIT_FAILED)
+
+
+@cli.command()
+def games() -> None:
+    """The installed games (the bannerfall.games entry points): id, title, seats, bot kinds, flags,
+    how many of the modules it declares compiled run compiled, the package; exit 1 when an entry
+    point could not be registered (each one said on stderr)."""
+    _run(_games)
+
+
+def _new_game(name: str, into: str | None, title: str | None) -> None:
+    from app.kit import KitError, new_game
+
+    target = Path(into) if into is not None else Path(name)
+    try:
+        written = new_game(name, target, title)
+    except KitError as exc:
+        _fail(str(exc))
+    typer.echo(f"made {name} in {target}/ ({len(written)} files). Next:")
+    typer.echo(f"  pip install -e {target}    (registers the game: its bannerfall.games entry point)")
+    typer.echo(f"  pytest {target}/tests    (Bannerfall's suites over it, and its rule tests)")
+    typer.echo(f"  bannerfall demo --game {name}    (a whole bot match over real sockets)")
+    typer.echo("The guide: docs/games/README.md (Bannerfall's repository).")
+
+
+@cli.command("new-game")
+def new_game_command(name: str = typer.Argument(..., help="the game's id: a lowercase letter, then letters, "
+                                                          "digits or _ (32 at most)"),
+                     into: str | None = typer.Option(None, help="the folder to make (default: ./NAME)"),
+                     title: str | None = typer.Option(None, help="the game's title (default: from the id)")) -> None:
+    """Make a complete, installable game package from the template: engine, view, bots, wire types, a
+    web board, event wording, its doc, its JSON Schemas and tests running Bannerfall's suites."""
+    _run(_new_game, name, into, title)
+
+
 @cli.command("verify-spin")
-def verify_spin_command(spin_id: str = typer.Argument(..., help="a spin id"),
+def verify_spin_command(spin_id: str = typer.Argument(..., help="a spin id, or its first 8 or more characters "
+                                                                "(as the ledger shows it)"),
                         database_url: str | None = typer.Option(None, help=_DB_HELP)) -> None:
     """Check a slot machine spin: its seed against the hash published before it, and its reels and
     prize recomputed from the seed, the client seed, the reel strip and the paytable it was played with."""

@@ -7,8 +7,10 @@ from __future__ import annotations
 import socket
 import uuid
 from functools import cached_property
+from typing import Literal
 
 from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Default reel strip: each special once and five blanks (20 symbols).
@@ -17,6 +19,28 @@ _DEFAULT_STRIP = (
     "double_hand", "double_set", "double_income", "full_double_income", "insurance", "free_fold",
     "blank", "blank", "blank", "blank", "blank",
 )
+
+
+#: the SQLAlchemy drivers Bannerfall runs on (``make_url(url).drivername``)
+DATABASE_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
+
+
+def _usable_database_url(url: str) -> str:
+    """``url`` if it names one of :data:`DATABASE_DRIVERS`; else ValueError, one line, the password
+    hidden (so ``mysql://…`` is refused before any driver is imported)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        driver = make_url(url).drivername
+    except (ArgumentError, ValueError):
+        raise ValueError(f"{url.split('@')[-1]!r} is not a database URL (sqlite+aiosqlite:///FILE or "
+                         "postgresql://USER@HOST/DB)") from None
+    if driver not in DATABASE_DRIVERS:
+        shown = make_url(url).render_as_string(hide_password=True)
+        raise ValueError(f"{shown} is not a database Bannerfall can use ({driver}): use SQLite "
+                         "(sqlite:///FILE) or PostgreSQL (postgresql://USER@HOST/DB)")
+    return url
 
 
 class Settings(BaseSettings):
@@ -45,6 +69,10 @@ class Settings(BaseSettings):
     #: Spectators get at most one ``delta`` per this many seconds, covering every change since their
     #: last one (one encoding for all of them; issue 11 item 2). 0: every change at once.
     spectator_patch_seconds: float = Field(0.1, ge=0, le=5)
+    #: The kernel's send buffer of a match socket (lean transport), bytes (0: the system's own, which
+    #: grows to megabytes): what a client that stops reading holds on the server before its queue of
+    #: ``send_queue_size`` messages fills and it is closed with 4008.
+    socket_send_buffer_bytes: int = Field(131_072, ge=0)
     #: Offer permessage-deflate on match sockets: less bandwidth, much more CPU per message.
     ws_compression: bool = False
     #: Bound on closing a socket, seconds: queued messages, then the close frame and the client's
@@ -60,29 +88,28 @@ class Settings(BaseSettings):
     socket_setup_seconds: float = Field(5.0, gt=0)
     #: Seconds a new socket has to send ``hello``.
     hello_timeout_seconds: float = Field(10.0, gt=0)
+    #: Client messages a socket may send per second on average (0: no budget); a message past the
+    #: budget gets ``too_many_messages`` and is not served (docs/protocol.md, "Message budget").
+    socket_messages_per_second: float = Field(100.0, ge=0)
+    #: Messages a socket may send at once above that rate; this many refused in a row close it (4429).
+    socket_message_burst: int = Field(200, ge=1)
+    #: How match sockets are served: ``lean`` (app/transport/fast.py: one protocol object per socket,
+    #: under ``bannerfall serve``'s uvicorn), ``asgi`` (app/transport/asgi.py: the FastAPI route,
+    #: any ASGI server; also what serves permessage-deflate). ``auto``: lean unless compression is on
+    #: or uvicorn lacks what lean needs.
+    socket_transport: Literal["auto", "lean", "asgi"] = "auto"
     #: Group commit: a busy log writer waits this many milliseconds for company before its next
     #: commit (0 = never); a record that finds it idle is committed at once (app/runtime/logwriter.py).
     commit_window_ms: float = Field(2.0, ge=0)
-    #: Cyclic garbage collections on the server's own clock (app/gcpolicy.py), CPython's automatic
-    #: collector being off after start-up: a young collection (what was made since the previous
-    #: one, whose survivors are then frozen out of the collector's sight) every this many seconds
-    #: (the default, 600: a safety net; cyclic garbage is never freed by reference counting, so it
-    #: raises the growth count below and triggers a collection by itself, while steady play, whose
-    #: new state replaces old, does not: a timer of 60 s only walked the ~40,000 live objects of the
-    #: played matches' current states, 20-44 ms, for nothing; docs/decisions.md, "Garbage
-    #: collection"). 0: keep CPython's automatic collector, with ``gc_thresholds``.
-    gc_full_seconds: float = Field(600.0, ge=0)
-    #: ... or sooner, when this many more container objects are alive than after the last one: a
-    #: young collection's pause is bounded by it (it walks 2-4 times this count where new state
-    #: replaces old, ~0.3-0.8 µs per object: 10-44 ms in Conquest's closed loop, measured).
-    gc_growth_objects: int = Field(20_000, ge=1000)
-    #: Seconds between two deep collections (everything unfrozen and walked once: the cycles of
-    #: objects frozen while alive that died later; ~150 ms with ~750 live matches, measured). 0: never.
-    gc_deep_seconds: float = Field(3600.0, ge=0)
-    #: Python's cyclic-GC thresholds after start-up ("gen0,gen1,gen2", ``gc.set_threshold``) when
-    #: ``gc_full_seconds`` is 0; the objects made at start are frozen out of the collector's sight
-    #: first (``gc.freeze``) in both cases.
-    gc_thresholds: str = Field("20000,20,50", pattern=r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
+    #: CPython's cyclic collector after start-up (app/gcpolicy.py): its thresholds "gen0,gen1,gen2"
+    #: (``gc.set_threshold``). CPython's gen0 and gen2; gen1 collected every 1,000 young collections
+    #: (CPython: 10), so what an action leaves for the next one (a match's state) dies before it is
+    #: promoted to the old generation, whose collections walk everything (docs/benchmarks/capacity.md).
+    #: The objects made at start are frozen out of its sight first (``gc.freeze``).
+    gc_thresholds: str = Field("700,1000,10", pattern=r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
+    #: A collection longer than this many milliseconds is logged (0: none); every one is counted in
+    #: ``bannerfall_gc_pause_seconds``.
+    gc_log_ms: float = Field(20.0, ge=0)
     #: Most log records in one commit.
     commit_max_batch: int = Field(2000, ge=1)
     #: Group commit: seconds a batch is retried on transient database errors before its matches
@@ -91,9 +118,20 @@ class Settings(BaseSettings):
     #: SQLite (embedded mode): how long a REST request's statement waits for the database's write
     #: lock, milliseconds; then the request is answered ``503 storage_busy`` (nothing changed).
     sqlite_busy_timeout_ms: int = Field(10_000, ge=0)
+    #: Postgres (production mode): seconds a new connection, a statement, or a wait for a pooled
+    #: connection may take before the request is answered ``503 storage_unavailable`` (or
+    #: ``storage_busy`` for the pool); bounds every REST answer while Postgres hangs.
+    database_timeout_seconds: float = Field(5.0, gt=0)
+    #: Redis (production mode): seconds to connect and for each reply; a command is retried once
+    #: only when its connection was refused or reset, never after a timeout.
+    redis_timeout_seconds: float = Field(2.0, gt=0)
     #: Match lease time across nodes, seconds (production mode). A dead node's matches go on
-    #: elsewhere within about lease + takeover interval; renewed every lease/3.
+    #: elsewhere within about lease + takeover interval; renewed every lease/4 by a thread of its own.
     lease_seconds: float = Field(2.0, gt=0.5)
+    #: Production mode: the lease thread keeps renewing while the event loop has run within this
+    #: many seconds; a loop stalled longer (blocked, starved of CPU) lets its leases lapse, so its
+    #: matches move to a node that can run them.
+    lease_stall_seconds: float = Field(5.0, gt=0)
     #: Seconds between scans for running matches whose lease is free (takeover of a dead node's).
     takeover_interval_seconds: float = Field(0.5, gt=0)
     #: A claimed deadline is hidden from other claims this long; it fires again unless its phase
@@ -112,8 +150,12 @@ class Settings(BaseSettings):
     #: Requests and socket opens per client address, ``limits`` notation ("N/second;M/minute"); "" = off.
     rate_limit_ip: str = "50/second;1500/minute"
     #: Client addresses the per-address limits skip (comma-separated): by default this node's own bots
-    #: and local tools. Behind a proxy, make client addresses real with uvicorn's FORWARDED_ALLOW_IPS.
+    #: and local tools. Behind a proxy, list the proxy in ``trusted_proxies``.
     rate_limit_exempt: str = "127.0.0.1,::1"
+    #: The proxies in front of this node (comma-separated addresses or networks, ``10.0.0.0/8``): only
+    #: their ``X-Forwarded-For`` is read, from the right (``app.api.limits.TrustedProxies``); "" = none;
+    #: ``*`` is refused. uvicorn's own ``FORWARDED_ALLOW_IPS`` is not used.
+    trusted_proxies: str = "127.0.0.1,::1"
     #: Requests per player (per bearer token); "" = off.
     rate_limit_player: str = "20/second;600/minute"
     #: ``POST /players`` (new guests) per client address; "" = off.
@@ -125,6 +167,14 @@ class Settings(BaseSettings):
     #: Match sockets a player may hold open on one node (0 = no cap).
     max_sockets_per_player: int = Field(8, ge=0)
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, spec: str) -> str:
+        from app.api.limits import parse_networks
+
+        parse_networks(spec)  # ValueError: one line at start
+        return spec
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, url: str) -> str:
@@ -134,8 +184,9 @@ class Settings(BaseSettings):
         for plain, async_ in (("postgresql://", "postgresql+asyncpg://"), ("postgres://", "postgresql+asyncpg://"),
                               ("sqlite://", "sqlite+aiosqlite://")):
             if url.startswith(plain):
-                return async_ + url[len(plain):]
-        return url
+                url = async_ + url[len(plain):]
+                break
+        return _usable_database_url(url)
 
     # -- the meta-game of Hold'em Conquest (conquest.md 5; docs/operations.md "Meta-game") ----------
     #: Crystals one slot machine spin costs (seed §5.2.4: 20 cents at the cheapest purchase rate;
@@ -148,8 +199,12 @@ class Settings(BaseSettings):
     #: level). Keys ``"1"``, ``"2"``, ``"3"``; a missing key or 0 wins nothing.
     spin_paytable: dict[str, int] = Field(default_factory=lambda: {"2": 3, "3": 10})
     #: Special costs in mana copied into every Conquest match's options (overrides of the engine's
-    #: defaults, ``app.games.conquest.specials.DEFAULT_SPECIAL_COSTS``).
+    #: defaults, ``app.games.conquest.specials.DEFAULT_SPECIAL_COSTS``); each 0-10 (seed §5.1.4), else
+    #: the server refuses to start, in one line.
     special_costs: dict[str, int] = Field(default_factory=dict)
+    #: Seconds an ``Idempotency-Key`` keeps its first answer (spins, grants, claims, lobby starts;
+    #: docs/protocol.md, "Idempotency keys"); after that the same key is a new request.
+    idempotency_key_seconds: float = Field(86_400.0, ge=60)
     #: Seconds between sweeps that count finished matches' specials (settled at once on the node
     #: that ran the match; the sweep catches what a crash left).
     settle_sweep_seconds: float = Field(30.0, gt=0)
@@ -171,11 +226,31 @@ class Settings(BaseSettings):
     argon2_time_cost: int = Field(2, ge=1, le=20)
     argon2_memory_kib: int = Field(19_456, ge=8, le=4_194_304)
     argon2_parallelism: int = Field(1, ge=1, le=64)
+    #: Threads that hash and check passwords (argon2, and the strength check of new ones) at once;
+    #: each holds ``argon2_memory_kib`` while it hashes and a core while it runs.
+    argon2_workers: int = Field(1, ge=1, le=64)
+    #: Password operations that may wait for a worker; one more is refused at once with
+    #: ``503 busy`` and ``Retry-After`` (the work a burst can queue is bounded).
+    argon2_queue: int = Field(8, ge=0, le=10_000)
+    #: Claims (``POST /accounts/claim``) per client address (not for ``rate_limit_exempt``) and per
+    #: player, every attempt counted, before any lookup or hash; "" = off.
+    rate_limit_claim: str = "5/minute;20/hour"
+    #: Password changes (``POST /accounts/password``) per player, every attempt counted, before the
+    #: current password is checked; "" = off.
+    rate_limit_password_change: str = "5/minute;20/hour"
     #: Seconds between sweeps that rate finished-but-unrated matches (a match is rated at once on
     #: the node that ran it; the sweep catches what a crash or another node left).
     rating_sweep_seconds: float = Field(30.0, gt=0)
     #: Largest page any paged list returns (``?limit=`` above it is cut to it).
     page_max: int = Field(500, ge=1, le=1000)
+    #: The repeated-opponent rule: the k-th rated match of two players within
+    #: ``rating_repeat_window_seconds`` counts with weight max(0, 1 - (k-1)/N) for both (N = this;
+    #: 0 = off). Three: 1, 2/3, 1/3, then nothing.
+    rating_repeat_limit: int = Field(3, ge=0, le=1000)
+    #: Seconds back the repeated-opponent rule looks (a rolling day).
+    rating_repeat_window_seconds: float = Field(86_400.0, ge=0)
+    #: Weighted rated matches a rating needs to leave provisional and be listed on the leaderboard.
+    rating_provisional_matches: float = Field(10.0, ge=0, le=10_000)
 
     @field_validator("spin_strip")
     @classmethod
@@ -201,8 +276,15 @@ class Settings(BaseSettings):
         from app.games.conquest.specials import MAX_SPECIAL_COST, SPECIALS
 
         for special, cost in value.items():
-            if special not in SPECIALS or not 0 <= cost <= MAX_SPECIAL_COST:
-                raise ValueError(f"special_costs: {special!r} must be a special id with a cost 0-{MAX_SPECIAL_COST}")
+            # PydanticCustomError: the message alone, without pydantic's "Value error, " prefix
+            if special not in SPECIALS:
+                raise PydanticCustomError("unknown_special", "'{special}' is not a special id (one of {known})",
+                                          {"special": special, "known": ", ".join(SPECIALS)})
+            if not 0 <= cost <= MAX_SPECIAL_COST:
+                raise PydanticCustomError(
+                    "special_cost_out_of_range",
+                    "{special} costs {cost} mana; an activation costs 0-{most} mana (conquest.md 5, seed §5.1.4)",
+                    {"special": special, "cost": cost, "most": MAX_SPECIAL_COST})
         return value
 
     # -- quick play (issue 14 item 2; docs/operations.md, "Quick play") -------------------------
@@ -221,6 +303,20 @@ class Settings(BaseSettings):
     matchmaking_bot_kind: str = "smart"
     #: Seconds an ended ticket stays readable (Redis key expiry; also bounds a live ticket's life).
     matchmaking_ticket_ttl_seconds: float = Field(3600.0, ge=60)
+
+    # -- parties and rematches (docs/operations.md, "Parties and rematches") ------------------------
+    #: Seconds an invite code works after it is made (the leader may make a new one at any time).
+    party_invite_seconds: float = Field(900.0, ge=10, le=86_400)
+    #: Seconds a party lives after its last change (made, joined, left, queued).
+    party_ttl_seconds: float = Field(3600.0, ge=60)
+    #: Parties made and invite codes made, per player, ``limits`` notation; "" = off.
+    rate_limit_party_invites: str = "10/minute;60/hour"
+    #: Failed joins (unknown or expired codes) per player, ``limits`` notation; "" = off.
+    rate_limit_party_joins: str = "10/minute;60/hour"
+    #: Seconds after a match ends during which its players may agree to a rematch.
+    rematch_seconds: float = Field(60.0, ge=5, le=3600)
+    #: Long-polls (tickets, parties, rematches) one player may hold open at once on one node.
+    max_long_polls_per_player: int = Field(4, ge=1, le=100)
 
     @cached_property
     def node(self) -> str:

@@ -2,8 +2,9 @@
 
 The server sends a viewer, after its first full ``state``, only what changed in its view: ``diff``
 of the viewer's previous and new view. Clients apply it with any RFC 6902 library (``jsonpatch`` in
-Python, ``fast-json-patch`` in JavaScript) or with :func:`apply_patch` here / ``applyPatch`` in
-``app/web/js/patch.js`` (proven against this module by ``tests/client/test_patch_js.py``).
+Python, ``fast-json-patch`` in JavaScript) or with :func:`apply_patch` here / the JavaScript SDK's
+``applyPatch`` (``clients/js/src/patch.ts``, fast-json-patch behind RFC 6901's checks; proven
+against this module by ``tests/client/test_patch_js.py``).
 
 Why our own diff and not ``jsonpatch.make_patch``: views are plain JSON trees (dicts, lists, str,
 int, float, bool, None) of a few KB; a straight recursive walk that never searches for moved list

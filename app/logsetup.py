@@ -12,6 +12,11 @@ What used to leak at ``debug`` and how each is closed:
 - Anything else: every record is scrubbed as it is made (message and traceback): ``token`` values in
   JSON, Python reprs or ``key=value`` form, ``Bearer`` credentials and 64-hex-digit strings (SHA-256
   token hashes; seeds too, which must not be logged either) are replaced by ``[redacted]``.
+
+And a client's mistake is not the server's error: uvicorn logs a text frame that is not UTF-8 (it
+closes the socket with 1007, RFC 6455 8.1) as an ERROR with the decoder's traceback, any client may
+send one before ``hello``, and every one cost ~15 lines. :class:`BadFrameFilter` makes that record
+one INFO line without a traceback (dropped below INFO).
 """
 from __future__ import annotations
 
@@ -47,12 +52,34 @@ def _frame_summary(frame: object) -> str:
     return f"{name} [{len(data)} bytes]" if isinstance(data, (bytes, bytearray)) else str(name)
 
 
+#: what uvicorn's websockets-sansio protocol logs (with the traceback) for a text frame that is not UTF-8
+BAD_UTF8_MESSAGE = "Invalid UTF-8 sequence received from client."
+BAD_UTF8_LINE = "socket closed with 1007: the client sent a text frame that is not UTF-8"
+
+
+class BadFrameFilter(logging.Filter):
+    """On ``uvicorn.error``: the record of a text frame that is not UTF-8 becomes one INFO line,
+    :data:`BAD_UTF8_LINE`, without its traceback; dropped when the logger is not enabled for INFO.
+    Every other record passes unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != BAD_UTF8_MESSAGE:
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.INFO):
+            return False
+        record.msg, record.args = BAD_UTF8_LINE, None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        return True
+
+
 _installed = False
 
 
 def install_log_safety() -> None:
-    """Idempotent: quiet the loggers that print SQL parameters and install a log-record factory
-    that strips frame contents and scrubs every record. Called by ``create_app``."""
+    """Idempotent: quiet the loggers that print SQL parameters, install a log-record factory
+    that strips frame contents and scrubs every record, and :class:`BadFrameFilter` on uvicorn's
+    logger. Called by ``create_app``."""
     global _installed
     for name, level in QUIET_LOGGERS.items():
         logger = logging.getLogger(name)
@@ -61,6 +88,7 @@ def install_log_safety() -> None:
     if _installed:
         return
     _installed = True
+    logging.getLogger("uvicorn.error").addFilter(BadFrameFilter())
     previous = logging.getLogRecordFactory()
 
     def factory(*args, **kwargs) -> logging.LogRecord:

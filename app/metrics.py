@@ -92,13 +92,25 @@ class Metrics:
         self.recoveries = Gauge("bannerfall_match_recoveries_total",
                                 "Matches rebuilt from their durable log after a failure on this node", registry=r)
         self.takeovers = Gauge("bannerfall_takeovers_total", "Matches taken over from another node", registry=r)
-        self.gc_pause = Histogram("bannerfall_gc_pause_seconds", "Full cyclic garbage collections (app/gcpolicy.py)",
-                                  buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2), registry=r)
+        self.lease_losses = Gauge("bannerfall_lease_losses_total", "Match leases this node lost, by reason: "
+                                  "taken (a renewal found another holder or no key), expired (no renewal "
+                                  "succeeded in time), stalled (the event loop stalled past LEASE_STALL_SECONDS)",
+                                  ["reason"], registry=r)
+        self.lease_renew_failures = Gauge("bannerfall_lease_renew_failures_total",
+                                          "Lease renewal rounds that failed (Redis unreachable or too slow)",
+                                          registry=r)
+        self.lease_renew_seconds = Gauge("bannerfall_lease_renew_seconds",
+                                         "Seconds the last successful lease renewal round took", registry=r)
+        self.leases_held = Gauge("bannerfall_leases_held", "Match leases this node holds", registry=r)
+        self.gc_pause = Histogram(
+            "bannerfall_gc_pause_seconds", "Pauses of CPython's cyclic garbage collector, by generation collected "
+            "(app/gcpolicy.py)", ["generation"],
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2), registry=r)
         self.gc_collected = Counter("bannerfall_gc_collected_objects", "Objects freed by the cyclic garbage collector",
                                     registry=r)
         self.gc_frozen = Gauge("bannerfall_gc_frozen_objects",
-                               "Objects the collector no longer walks (gc.freeze; app/gcpolicy.py), counted at "
-                               "start-up and after each deep collection", registry=r)
+                               "Objects made at start-up that the collector no longer walks (gc.freeze; "
+                               "app/gcpolicy.py)", registry=r)
         # set by app/gcpolicy.py, never counted when scraped: gc.get_freeze_count() walks the whole
         # frozen list (~23 ms for 2 M objects, holding the loop), and the benchmark reads /metrics
         # every 0.5 s (1 Dec 2026: 12 of 100 loop stalls over 40 ms were that count)
@@ -109,6 +121,11 @@ class Metrics:
         self.deadline_lag = Histogram("bannerfall_deadline_lag_seconds", "Deadline firing lag",
                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10), registry=r)
         self.errors = Counter("bannerfall_errors", "Errors sent to clients, by code", ["code"], registry=r)
+        self.password_work = Counter("bannerfall_password_work", "Password operations run on the password pool "
+                                     "(app/api/passwords.py), by op: hash, verify (argon2), strength (zxcvbn)",
+                                     ["op"], registry=r)
+        self.password_in_flight = Gauge("bannerfall_password_in_flight", "Password operations running or "
+                                        "waiting for a worker of the password pool", registry=r)
         self.slow_disconnects = Counter("bannerfall_slow_disconnects", "Sockets closed for a full send queue",
                                         registry=r)
         self.links = Gauge("bannerfall_links", "Sockets here linked to a match on another node", registry=r)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.db.ratings import RatingsRepository
+from app.storage import log_failure
 
 log = logging.getLogger("bannerfall.ratings")
 
@@ -45,8 +46,8 @@ class Rater:
         try:
             if await self.ratings.rate_match(match):
                 self.rated += 1
-        except Exception:  # the sweep will try again
-            log.warning("rating match %s failed; the sweep will retry", match.get("id"), exc_info=True)
+        except Exception as exc:  # the sweep will try again
+            log_failure(log, exc, "rating match %s failed; the sweep will retry", match.get("id"))
 
     async def sweep(self) -> int:
         """Rate every ended, unrated match. Returns how many were marked here."""
@@ -69,6 +70,6 @@ class Rater:
                 await self.sweep()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("rating sweep failed; retrying later", exc_info=True)
+            except Exception as exc:
+                log_failure(log, exc, "rating sweep failed; retrying later")
             await asyncio.sleep(self.sweep_seconds)

@@ -348,7 +348,7 @@ def runner_memory(game_id: str, matches: int, records: int, top: int = 15) -> di
     def play(runner: MatchRunner, writer: _Writer, bots: list[Any], upto: int) -> int:
         done = 0
         while done < upto and runner.status == "running":
-            for prompt in runner.durable_prompts:
+            for prompt in runner.public_prompts():
                 if prompt["submitted"]:
                     continue
                 action = bots[prompt["seat"]].decide(runner._document(prompt["seat"])["view"], prompt)

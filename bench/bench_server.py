@@ -316,8 +316,12 @@ async def create_matches(url: str, count: int, seats: int, options: dict[str, An
 
         async def call(method: str, path: str, token: str | None = None, body: Any = None) -> Any:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
-            async with sem:
-                resp = await http.request(method, path, json=body, headers=headers)
+            for _attempt in range(20):  # a 503 storage_busy is retried after its Retry-After, as clients do
+                async with sem:
+                    resp = await http.request(method, path, json=body, headers=headers)
+                if resp.status_code != 503:
+                    break
+                await asyncio.sleep(float(resp.headers.get("Retry-After") or 1))
             if resp.status_code >= 400:
                 raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.text[:300]}")
             return resp.json()
@@ -455,9 +459,24 @@ mode = sys.argv[1]
 if mode == 'off':
     gc.disable()
 out = open(os.environ['BENCH_GC_LOG'], 'a', buffering=1)
-start = [0.0, 0.0]
+start = [0.0, 0.0, -1]
+sizes = os.environ.get('BENCH_GC_SIZES') == '1'
 def cb(phase, info):
     if phase == 'start':
+        # BENCH_GC_SIZES=1: the objects the collection walks (every generation up to its own; counting
+        # them walks them once more, so only for diagnosis)
+        start[2] = sum(len(gc.get_objects(g)) for g in range(info['generation'] + 1)) if sizes else -1
+        if sizes and info['generation'] == 0 and start[2] > int(os.environ.get('BENCH_GC_DUMP_OVER') or 10**9) and not start[3:]:
+            import collections
+            young = gc.get_objects(0)
+            kinds = collections.Counter(type(o).__module__ + '.' + type(o).__qualname__ for o in young)
+            start.append(1)  # once
+            with open(os.environ['BENCH_GC_LOG'] + '.dump', 'w') as dump:
+                dump.write('%d young objects\\n' % len(young))
+                for kind, n in kinds.most_common(30):
+                    dump.write('%8d %s\\n' % (n, kind))
+                for o in [o for o in young if type(o) is tuple][:20]:
+                    dump.write(('tuple %r' % (o,))[:300] + '\\n')
         start[0] = time.perf_counter()
         start[1] = time.thread_time()
     else:
@@ -465,7 +484,7 @@ def cb(phase, info):
         cpu_ms = (time.thread_time() - start[1]) * 1000
         # the objects this collection walked and kept (not the frozen ones): a list of every tracked
         # object here, with the GIL held, would stall the loop as long as a collection
-        tracked = len(gc.get_objects(2)) if info['generation'] == 2 else -1
+        tracked = start[2] if sizes else (len(gc.get_objects(2)) if info['generation'] == 2 else -1)
         out.write('%.3f %d %.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms,
                                                   info['collected']))
 gc.callbacks.append(cb)

@@ -8,6 +8,7 @@ that needs it errors with one line saying what is missing and how to fix it; not
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import os
 import secrets
@@ -20,11 +21,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 import app._native
+from tests.timing import scaled
 
 # The suite runs the .py sources of the compiled hot paths (coverage and monkeypatching need Python
 # code); tests/runtime/test_native.py checks the compiled modules against them, and the servers the
@@ -179,13 +182,30 @@ def backend(request, tmp_path_factory):
     if pg:
         pg.drop()
     if prefix:
-        import redis
+        delete_redis_prefix(prefix)
 
-        client = redis.Redis.from_url(REDIS_URL)
+
+def delete_redis_prefix(prefix: str) -> None:
+    """Delete every key of the test Redis under ``prefix`` (a test's own, ``bftest:…:``)."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
         keys = list(client.scan_iter(match=prefix + "*"))
         if keys:
             client.delete(*keys)
+    finally:
         client.close()
+
+
+@pytest.fixture
+def redis_env(redis_server):
+    """The environment of nodes that run together (production mode): the test Redis under a key
+    prefix of this test's own, deleted afterwards. Nodes without Redis claim their database alone
+    (``app/db/node_lock.py``), so a test of several nodes on one database gives them this."""
+    prefix = f"bftest:{uuid.uuid4().hex[:8]}:"
+    yield {"BANNERFALL_REDIS_URL": redis_server, "BANNERFALL_REDIS_PREFIX": prefix}
+    delete_redis_prefix(prefix)
 
 
 @pytest.fixture(scope="module")
@@ -195,20 +215,32 @@ def db_url(backend):
 
 _SESSION_SECRET = secrets.token_hex(16)
 TEST_LIMITS_OFF = {"BANNERFALL_MAX_LOBBIES_PER_PLAYER": "0", "BANNERFALL_MAX_BOT_MATCHES_PER_PLAYER": "0",
-                   "BANNERFALL_MAX_SOCKETS_PER_PLAYER": "0", "BANNERFALL_RATE_LIMIT_PLAYER": ""}
+                   "BANNERFALL_MAX_SOCKETS_PER_PLAYER": "0", "BANNERFALL_RATE_LIMIT_PLAYER": "",
+                   "BANNERFALL_SOCKET_MESSAGES_PER_SECOND": "0"}
 
 
 class ServerProcess:
     """``bannerfall serve`` in a real process on a free port.
+
+    The process leads a process group of its own, and is stopped whatever happens: :meth:`start`
+    kills it when it does not come up in time (or the wait is interrupted); :meth:`stop` ends the
+    group (SIGTERM, then SIGKILL); and every server still running when the test session ends, or
+    when the test process exits, is killed (:func:`stop_every_server`). Its start is bounded by
+    ``scaled(timeout)`` (``tests/timing.py``).
 
     Its log goes to ``log_dir`` (set per session to a folder under pytest's own temporary
     directory, which pytest rotates); without it, to a private folder removed by :meth:`stop`."""
 
     #: set by the ``_server_logs`` session fixture
     log_dir: Path | None = None
+    #: every server started in this process and not yet stopped
+    running: set[ServerProcess] = set()
 
-    def __init__(self, database_url: str, *, env: dict[str, str] | None = None, port: int | None = None) -> None:
+    def __init__(self, database_url: str, *, env: dict[str, str] | None = None, port: int | None = None,
+                 module: str = "app.cli") -> None:
         self.database_url = database_url
+        #: the module run as ``python -m MODULE serve`` (a test's own launcher may register a test game)
+        self.module = module
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # One admin token per database: a node started with another token revokes the old admin
@@ -217,47 +249,90 @@ class ServerProcess:
         self.admin_token = "Adm-" + hashlib.sha256((_SESSION_SECRET + database_url).encode()).hexdigest()[:40]
         self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
+        self._log: Any = None
         own_dir = None if ServerProcess.log_dir else tempfile.mkdtemp(prefix="bannerfall-test-")
         self._own_dir = own_dir
         folder = ServerProcess.log_dir or Path(own_dir or tempfile.gettempdir())
         self.log_path = folder / f"bannerfall-test-{self.port}-{uuid.uuid4().hex[:6]}.log"
 
-    def start(self, timeout: float = 60.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0, *, cwd: Path | None = None) -> ServerProcess:
+        """Start the server (in ``cwd``, default the repository) and wait until ``/healthz`` answers,
+        at most ``scaled(timeout)`` seconds; on failure the process is killed and RuntimeError raised
+        with the end of its log."""
         env = {**os.environ, "BANNERFALL_PORT": str(self.port), "BANNERFALL_DATABASE_URL": self.database_url,
                "BANNERFALL_ADMIN_TOKEN": self.admin_token, "BANNERFALL_LOG_LEVEL": "warning",
                "PYTHONUNBUFFERED": "1", "BANNERFALL_NODE_ID": f"test-node-{self.port}",
+               "PYTHONPATH": str(ROOT),
                # tests play many lobbies and matches with one player from one machine: the per-player
                # caps and rate limit are off unless a test sets them (tests/e2e/test_limits.py does)
                **TEST_LIMITS_OFF, **self.extra_env}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._log is not None:
+            self._log.close()  # a restart
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,
-                                     stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=0.5).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server did not start: " + self.log_path.read_text()[-3000:])
+        self.proc = subprocess.Popen([sys.executable, "-m", self.module, "serve"], cwd=cwd or ROOT, env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        ServerProcess.running.add(self)
+        try:
+            self._wait_healthy(scaled(timeout))
+        except BaseException:
+            self._end_group()
+            raise
+        return self
+
+    def _wait_healthy(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=1.0) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited {self.proc.returncode}: {self.logs()[-3000:]}")
+                try:
+                    if client.get(self.url + "/healthz").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not start within {timeout:.0f} s (killed): {self.logs()[-3000:]}")
+
+    def _signal_group(self, sig: int) -> None:
+        """``sig`` to the server's process group, or to the process alone when a test started it
+        without a group of its own."""
+        if self.proc is None:
+            return
+        try:
+            if os.getpgid(self.proc.pid) == self.proc.pid:
+                os.killpg(self.proc.pid, sig)
+            elif self.proc.poll() is None:
+                self.proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _end_group(self, grace: float = 15.0) -> None:
+        """SIGTERM to the server's group, then SIGKILL after ``scaled(grace)`` s if it has not ended
+        (a stopped process is continued first so it can end)."""
+        proc = self.proc
+        if proc is not None:
+            if proc.poll() is None:
+                self._signal_group(signal.SIGCONT)
+                self._signal_group(signal.SIGTERM)
+                try:
+                    proc.wait(scaled(grace))
+                except subprocess.TimeoutExpired:
+                    pass
+            self._signal_group(signal.SIGKILL)  # whatever is left of the group
+            if proc.poll() is None:
+                proc.wait(30)
+        ServerProcess.running.discard(self)
 
     def kill9(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        ServerProcess.running.discard(self)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        self._end_group()
         if getattr(self, "_log", None):
             self._log.close()
         if self._own_dir:
@@ -265,6 +340,55 @@ class ServerProcess:
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def stop_every_server() -> None:
+    """Kill every test server of this process still running (the session's end, or the process's)."""
+    for srv in list(ServerProcess.running):
+        srv._end_group(grace=5.0)
+
+
+atexit.register(stop_every_server)
+
+
+def _stop_servers_then_die(signum: int, _frame) -> None:
+    """SIGTERM/SIGHUP to the test process (a CI job cancelled, a terminal closed): its servers first."""
+    stop_every_server()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+
+def pytest_configure(config) -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _stop_servers_then_die)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test's time limit scales with the load too (``tests/timing.py``): a test without its own
+    ``timeout`` mark gets ``scaled(timeout)`` s (pyproject's ``timeout``, 300), measured when the run
+    starts. pytest-timeout's ``signal`` method raises inside the test, so fixture finalizers still
+    stop its servers."""
+    if config.getoption("timeout", None) is not None:
+        return  # a --timeout given on the command line wins
+    try:
+        nominal = float(config.getini("timeout") or 0)
+    except (ValueError, KeyError):
+        return
+    if nominal <= 0:
+        return
+    limit = scaled(nominal)
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(limit, method="signal"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_every_server_at_the_end():
+    """Whatever a test or fixture did, no server it started outlives the session."""
+    yield
+    stop_every_server()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -275,8 +399,39 @@ def _server_logs(tmp_path_factory):
     ServerProcess.log_dir = None
 
 
+#: the two match-socket transports (``app/transport/``: lean and ASGI)
+TRANSPORTS = ("lean", "asgi")
+
+
 @pytest.fixture(scope="module")
-def server(backend):
-    srv = ServerProcess(backend.url, env=backend.env).start()
+def transport(request) -> str:
+    """The socket transport of the servers a test starts (``BANNERFALL_SOCKET_TRANSPORT``): ``lean``
+    or ``asgi`` where the test runs on both (:data:`both_transports`), else ``auto`` (the default:
+    lean). Fixtures that start servers pass :func:`transport_env` of it."""
+    return getattr(request, "param", "auto")
+
+
+def transport_env(transport: str) -> dict[str, str]:
+    """The environment that gives a server ``transport`` (nothing for the default, ``auto``)."""
+    return {} if transport == "auto" else {"BANNERFALL_SOCKET_TRANSPORT": transport}
+
+
+#: a test's (or a module's ``pytestmark``) mark: it runs on each transport, with the servers its
+#: fixtures start (the ``transport`` fixture, module-scoped: one server per transport)
+both_transports = pytest.mark.parametrize("transport", TRANSPORTS, indirect=True, scope="module")
+
+#: for the tests of the ``server`` fixture: every backend on the lean transport, and production mode
+#: (Postgres + Redis) on the ASGI transport too; the transports do not depend on the backend, and
+#: the whole cross product would add two servers' worth of tests per module to the suite's time
+backends_and_transports = pytest.mark.parametrize(
+    ("backend", "transport"),
+    [pytest.param(b, t, id=f"{b}-{t}") for b, t in (("sqlite", "lean"), ("postgres", "lean"),
+                                                      ("postgres+redis", "lean"), ("postgres+redis", "asgi"))],
+    indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def server(backend, transport):
+    srv = ServerProcess(backend.url, env={**backend.env, **transport_env(transport)}).start()
     yield srv
     srv.stop()

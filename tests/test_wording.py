@@ -1,6 +1,7 @@
-"""Event wording: one source (``app/web/events.json``) for the web client's event log and the CLI.
-The JS interpreter (``app/web/js/wording.js``, run under node) and the Python one
-(``app/client/wording.py``) must give the same line for every recorded event of every game."""
+"""Event wording: one source for the web client's event log and the CLI (``app/web/events.json``'s
+template language and default, and each game's own wording file, merged: ``/events.json``). The JS
+interpreter (``app/web/js/wording.js``, run under node) and the Python one (``app/client/wording.py``)
+must give the same line for every recorded event of every game."""
 from __future__ import annotations
 
 import json
@@ -64,10 +65,12 @@ def test_every_recorded_event_type_has_its_own_wording():
 def test_web_client_and_cli_word_events_the_same(tmp_path):
     module = tmp_path / "wording.mjs"
     module.write_text((ROOT / "app" / "web" / "js" / "wording.js").read_text())
+    served = tmp_path / "events.json"
+    served.write_text(json.dumps(wording()))  # what /events.json serves
     script = f"""
 import {{ setWording, describeEvent }} from {json.dumps(str(module))};
 import fs from "fs";
-setWording(JSON.parse(fs.readFileSync({json.dumps(str(WORDING_FILE))}, "utf8")));
+setWording(JSON.parse(fs.readFileSync({json.dumps(str(served))}, "utf8")));
 const events = JSON.parse(fs.readFileSync({json.dumps(str(EVENTS_FILE))}, "utf8"));
 const names = {json.dumps(NAMES)};
 const out = [];
@@ -81,5 +84,20 @@ console.log(JSON.stringify(out));
     assert json.loads(res.stdout) == _python_lines()
 
 
-def test_wording_file_is_served_to_the_web_client():
-    assert WORDING_FILE.parent.name == "web" and set(wording()) >= {"provinces", "conquest", "warrior", "default"}
+def test_the_wording_of_every_registered_game_is_served_to_the_web_client(tmp_path):
+    """``/events.json`` is the template language's file with every registered game's own wording
+    under its id (read from the game's package), the same as the CLI reads."""
+    import httpx
+
+    from app.games import registry
+    from tests.conftest import ServerProcess
+
+    base = json.loads(WORDING_FILE.read_text())
+    assert set(base) == {"_doc", "default"}  # no game's words in the client's file
+    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'w.db'}").start()
+    try:
+        served = httpx.get(srv.url + "/events.json", timeout=10).json()
+    finally:
+        srv.stop()
+    assert served == wording() and set(served) == {"_doc", "default", *registry()}
+    assert all(served[g]["events"] for g in registry())

@@ -20,15 +20,17 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def get_settings(request: Request) -> Settings:
+# The dependencies that only read ``app.state`` are ``async def``: FastAPI runs a plain ``def``
+# dependency in its thread pool, a thread hand-off each (a join needed four of them).
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_repo(request: Request) -> Repository:
+async def get_repo(request: Request) -> Repository:
     return request.app.state.repo
 
 
-def get_manager(request: Request) -> MatchManager:
+async def get_manager(request: Request) -> MatchManager:
     return request.app.state.manager
 
 
@@ -49,9 +51,28 @@ async def current_player(
     return player
 
 
-async def admin_player(player: Annotated[dict[str, Any], Depends(current_player)]) -> dict[str, Any]:
+#: what an admin route answers on a server started without ``BANNERFALL_ADMIN_TOKEN`` (then no
+#: player is an admin: docs/operations.md, "Admin token"), so the console can say how to get one
+NO_ADMIN_MESSAGE = ("this server has no admin token: start it with BANNERFALL_ADMIN_TOKEN set to a secret of 24 "
+                    "or more characters (e.g. the output of: python3 -c 'import secrets; "
+                    "print(secrets.token_urlsafe(32))'), then sign in with that token (docs/operations.md, "
+                    "'Admin token')")
+
+
+async def admin_player(
+    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> dict[str, Any]:
+    """The admin asking. 401 ``unauthorized`` (no or an unknown token), 403 ``forbidden`` (not an
+    admin); on a server without an admin token both say so and how to set one (:data:`NO_ADMIN_MESSAGE`)."""
+    configured = bool(request.app.state.settings.admin_token)
+    try:
+        player = await current_player(request, creds)
+    except ApiError as exc:
+        if not configured:
+            raise ApiError(exc.status, exc.code, NO_ADMIN_MESSAGE) from None
+        raise
     if player["role"] != "admin":
-        raise ApiError(403, "forbidden", "admins only")
+        raise ApiError(403, "forbidden", "admins only" if configured else NO_ADMIN_MESSAGE)
     return player
 
 

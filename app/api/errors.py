@@ -17,16 +17,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.names import DISPLAY_MAX
 from app.api.schemas import Error
+from app.storage import storage_failure
 
 log = logging.getLogger("bannerfall.api")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    """A refusal answered as ``{code, message}`` with HTTP ``status``. A ``503`` always carries a
+    ``Retry-After`` header (seconds): ``retry_after``, or :data:`STORAGE_UNAVAILABLE_RETRY_SECONDS`."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after = retry_after
 
 
 def not_found(what: str) -> ApiError:
@@ -44,26 +49,29 @@ _DESCRIPTIONS = {
          "or the match's rules (`IllegalAction` codes)",
     422: "`invalid_request` (shape or type, with `details`), `invalid_text` (NUL or lone surrogate in a "
          "string), `invalid_options`, `bad_seat_count`, `bad_seat`, `unknown_bot`, `reserved_option`",
+    410: "`ticket_lost`: the server lost this quick-play ticket (its queue was restarted); queue again",
     413: "`body_too_large`: the request body is over `MAX_BODY_BYTES`",
     429: "`rate_limited`, `too_many_lobbies` or `too_many_bot_matches`, with a `Retry-After` header (seconds)",
-    503: "`storage_busy`: the database is overloaded (its write lock or a connection not had in time) or "
-         "out of reach; retry after the `Retry-After` header (seconds). Registering and the lobby routes "
-         "changed nothing then",
+    503: "`storage_busy`: the database is overloaded (its write lock, a connection or a transaction "
+         "not had in time); `storage_unavailable`: the database or Redis is out of reach (refused, reset, "
+         "or no answer within `DATABASE_TIMEOUT_SECONDS` / `REDIS_TIMEOUT_SECONDS`). Both with a "
+         "`Retry-After` header (seconds); the request's transaction was rolled back",
 }
 
 #: seconds a client is asked to wait after ``503 storage_busy``
 STORAGE_BUSY_RETRY_SECONDS = 1
-#: Postgres SQLSTATEs of an overloaded or unreachable database: connection exceptions (08),
-#: insufficient resources (53), operator intervention (57P01-57P03), lock not available (55P03),
-#: serialization failure and deadlock (40001, 40P01: the transaction was rolled back)
-_BUSY_SQLSTATES = ("08", "53", "57P01", "57P02", "57P03", "55P03", "40001", "40P01")
-
-
-def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+#: ... and after ``503 storage_unavailable`` (an outage: a restart takes seconds)
+STORAGE_UNAVAILABLE_RETRY_SECONDS = 2
+def responses(*statuses: int, unavailable: str | None = None) -> dict[int | str, dict[str, Any]]:
     """``responses=`` for a route: each status answered with the :class:`Error` model. 422, 413, 429
     and 503 are always included (every route validates its input, the body limit and the rate limits
-    apply to every route, and any may find the database overloaded)."""
-    return {s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 413, 422, 429, 503})}
+    apply to every route, and any may find storage overloaded or out of reach). ``unavailable``:
+    the route's own 503 codes, described before the storage ones."""
+    out: dict[int | str, dict[str, Any]] = {
+        s: {"model": Error, "description": _DESCRIPTIONS[s]} for s in sorted({*statuses, 413, 422, 429, 503})}
+    if unavailable:
+        out[503] = {"model": Error, "description": f"{unavailable}; {_DESCRIPTIONS[503]}"}
+    return out
 
 
 def _has_nul(scope: Scope) -> bool:
@@ -104,40 +112,27 @@ def _data_error(exc: DBAPIError) -> bool:
 
 
 def storage_busy(exc: BaseException) -> bool:
-    """Whether a database error says the database is overloaded or out of reach, rather than that
-    the request is wrong or the server has a bug: SQLAlchemy's pool had no connection in time
-    (``sqlalchemy.exc.TimeoutError``), SQLite's write lock was not had within the busy timeout
-    ("database is locked", "database table is locked", busy), a Postgres SQLSTATE of
-    :data:`_BUSY_SQLSTATES`, or a connection the pool invalidated. The statement failed, so its
-    transaction was rolled back: nothing of it was changed."""
-    from sqlalchemy.exc import TimeoutError as PoolTimeout
-
-    if isinstance(exc, PoolTimeout):
-        return True
-    if not isinstance(exc, DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    orig = exc.orig
-    state = str(getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None) or "")
-    if state and state.startswith(_BUSY_SQLSTATES):
-        return True
-    if type(orig).__name__ == "OperationalError" and not state:  # sqlite3's
-        text = str(orig).lower()
-        return "locked" in text or "busy" in text
-    return isinstance(getattr(orig, "__cause__", None), (ConnectionError, TimeoutError))
+    """Whether ``exc`` is a storage failure answered with a 503 (:func:`storage_failure`)."""
+    return storage_failure(exc) is not None
 
 
-def _busy_response(request: Request, exc: Exception) -> JSONResponse:
+def storage_response(request: Request, exc: BaseException, code: str) -> JSONResponse:
+    """``503 {code, message}`` with ``Retry-After`` for a storage failure (``code`` from
+    :func:`storage_failure`), one warning line without a traceback, counted in
+    ``bannerfall_errors_total{code}``."""
     drop_tracebacks(exc)  # answered (503), not a bug: no frames kept for the cyclic collector
-    log.warning("database busy on %s %s: %s", request.method, request.url.path,
-                type(getattr(exc, "orig", None) or exc).__name__)
+    orig = getattr(exc, "orig", None) or exc
+    log.warning("%s on %s %s: %s", "database busy" if code == "storage_busy" else "storage unavailable",
+                request.method, request.url.path, type(orig).__name__)
     metrics = getattr(request.app.state, "metrics", None)
     if metrics is not None:
-        metrics.errors.labels("storage_busy").inc()
-    return JSONResponse({"code": "storage_busy", "message": "the database is busy; "
-                         f"try again in {STORAGE_BUSY_RETRY_SECONDS} s"}, status_code=503,
-                        headers={"Retry-After": str(STORAGE_BUSY_RETRY_SECONDS)})
+        metrics.errors.labels(code).inc()
+    if code == "storage_busy":
+        retry, message = STORAGE_BUSY_RETRY_SECONDS, "the database is busy"
+    else:
+        retry, message = STORAGE_UNAVAILABLE_RETRY_SECONDS, "storage (the database or Redis) is unavailable"
+    return JSONResponse({"code": code, "message": f"{message}; try again in {retry} s"}, status_code=503,
+                        headers={"Retry-After": str(retry)})
 
 
 def drop_tracebacks(exc: BaseException) -> None:
@@ -175,7 +170,11 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         drop_tracebacks(exc)
-        return JSONResponse({"code": exc.code, "message": exc.message}, status_code=exc.status)
+        retry = exc.retry_after
+        if retry is None and exc.status == 503:
+            retry = STORAGE_UNAVAILABLE_RETRY_SECONDS
+        headers = None if retry is None else {"Retry-After": str(retry)}
+        return JSONResponse({"code": exc.code, "message": exc.message}, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -208,8 +207,9 @@ def install(app: FastAPI) -> None:
         # A backstop: input is checked before it reaches the database; a value the database still
         # refuses is the client's (422), an overloaded database 503 (retry), anything else is ours
         # (500, logged without parameters).
-        if storage_busy(exc):
-            return _busy_response(request, exc)
+        code = storage_failure(exc)
+        if code is not None:
+            return storage_response(request, exc, code)
         if _data_error(exc):
             log.warning("database refused a value on %s %s: %s", request.method, request.url.path,
                         type(exc.orig).__name__)
@@ -217,13 +217,16 @@ def install(app: FastAPI) -> None:
         log.error("database error on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
         return JSONResponse({"code": "internal_error", "message": "internal error"}, status_code=500)
 
+    from redis.exceptions import RedisError
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-    @app.exception_handler(PoolTimeout)
-    async def _pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
-        # no connection within the pool's timeout: nothing was run; without this handler it was a
-        # 500 with a traceback per request
-        return _busy_response(request, exc)
+    async def _storage(request: Request, exc: Exception) -> JSONResponse:
+        # no pooled connection in time, Postgres refused or did not answer (asyncpg raises OSError
+        # and TimeoutError unwrapped), Redis down or hung: 503, not a 500 with a traceback
+        return storage_response(request, exc, storage_failure(exc) or "storage_unavailable")
+
+    for kind in (PoolTimeout, RedisError, OSError, TimeoutError):
+        app.add_exception_handler(kind, _storage)
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, _exc: Exception) -> JSONResponse:

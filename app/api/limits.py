@@ -1,6 +1,7 @@
-"""Limits: request-body size, rate limits per client address and per player (the ``limits``
-library: memory storage in embedded mode, Redis when ``redis_url`` is set), and caps per player on
-open lobbies, running bot matches and sockets.
+"""Limits: the client's address behind trusted proxies (:class:`TrustedProxies`), request-body size,
+rate limits per client address and per player (the ``limits`` library: memory storage in embedded
+mode, Redis when ``redis_url`` is set), and caps per player on open lobbies, running bot matches and
+sockets.
 
 Every refusal changes nothing and says when to come back: REST answers ``413`` or ``429`` with
 ``{code, message}`` (``429`` with ``Retry-After``); a socket gets an ``error`` then close code 4429.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import logging
 import math
 import time
@@ -65,6 +67,117 @@ def install(app) -> None:
         return _error_response(exc.status_code, exc.code, exc.message, exc.headers)
 
     app.add_exception_handler(LimitExceeded, _limit_exceeded)
+
+
+# -- the client's address -------------------------------------------------------------------
+
+#: IPv6 clients are counted by their /64 network: one subscriber usually holds a whole /64 (RFC 6177,
+#: RFC 8273), so counting single addresses would give it 2^64 fresh budgets
+IPV6_COUNTED_PREFIX = 64
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as an address (``[v6]`` brackets and an IPv4-mapped IPv6 form undone), else None."""
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def parse_networks(spec: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """``"10.0.0.5, 172.28.0.0/16, ::1"`` → networks (an address is a one-address network); ``""`` →
+    none. Raises ValueError for ``*`` (trusting every address would let any client name its own
+    address) and for anything that is not an address or a network."""
+    networks = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        if item == "*":
+            raise ValueError("'*' would trust every client's X-Forwarded-For: list the proxies' addresses "
+                             "or networks (e.g. 172.28.0.10 or 10.0.0.0/8)")
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or network") from None
+    return tuple(networks)
+
+
+class TrustedProxies:
+    """The proxies in front of the node (``trusted_proxies``: addresses and networks). Only a
+    request whose peer is one of them has its ``X-Forwarded-For`` read, from the right: each entry
+    added by a trusted proxy is skipped, and the first entry that is not a trusted proxy is the
+    client (the leftmost entry if all are trusted). Entries left of it were written by the client
+    and are never read, so a client cannot choose its address whatever header it sends. An entry
+    that is not an address stops the walk: the client is then ``"invalid"`` (one budget for all
+    such requests, never an exempt address). ``X-Forwarded-Proto`` of a trusted peer sets the
+    scheme. Without a trusted peer the connection's own address is the client's."""
+
+    def __init__(self, spec: str) -> None:
+        self.networks = parse_networks(spec)
+
+    def trusts(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> bool:
+        return ip is not None and any(ip.version == net.version and ip in net for net in self.networks)
+
+    def client(self, peer: str, forwarded_for: list[str]) -> str:
+        """The client's address for a connection from ``peer`` carrying ``forwarded_for`` (the
+        ``X-Forwarded-For`` entries in order, all header lines joined)."""
+        ip = _ip(peer)
+        if not self.trusts(ip):
+            return str(ip) if ip is not None else peer
+        current = str(ip)
+        for entry in reversed(forwarded_for):
+            hop = _ip(entry)
+            if hop is None:
+                return "invalid"
+            current = str(hop)
+            if not self.trusts(hop):
+                return current
+        return current
+
+    def resolve(self, scope: dict[str, Any]) -> None:
+        """Rewrite ``scope["client"]`` (and ``scope["scheme"]``) of an HTTP request or socket to the
+        client's as :meth:`client` finds it; a scope without ``client`` is left alone."""
+        peer = scope.get("client")
+        if not peer or not self.networks:
+            return
+        forwarded: list[str] = []
+        proto: bytes | None = None
+        for key, value in scope.get("headers", ()):
+            if key == b"x-forwarded-for":
+                forwarded += value.decode("latin-1").split(",")
+            elif key == b"x-forwarded-proto":
+                proto = value
+        if not forwarded and proto is None:
+            return
+        if not self.trusts(_ip(peer[0])):
+            return
+        if forwarded:
+            scope["client"] = (self.client(peer[0], forwarded), 0)
+        if proto is not None:
+            scheme = proto.decode("latin-1").split(",")[-1].strip().lower()
+            if scheme in ("http", "https"):
+                scope["scheme"] = ("wss" if scheme == "https" else "ws") if scope["type"] == "websocket" else scheme
+
+
+def address_key(address: str) -> str:
+    """The key a client address is counted by: the address itself, an IPv6 one by its /64 network
+    (:data:`IPV6_COUNTED_PREFIX`)."""
+    ip = _ip(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.ip_network(f"{ip}/{IPV6_COUNTED_PREFIX}", strict=False))
+    return str(ip) if ip is not None else address
+
+
+def client_address(scope: Mapping[str, Any]) -> str:
+    """The client's address of a request or socket as :class:`TrustedProxies` resolved it."""
+    client = scope.get("client")
+    return client[0] if client else "unknown"
 
 
 # -- request bodies --------------------------------------------------------------------------
@@ -125,19 +238,29 @@ def token_key(token: str) -> str:
     return hashlib.blake2b(token.encode(), digest_size=16, person=b"bf-ratelimit").hexdigest()
 
 
+#: after a storage failure the limits are not checked for this many seconds (each check would
+#: wait for Redis's timeouts first)
+SKIP_AFTER_FAILURE_SECONDS = 2.0
+
+
 class RateLimiter:
     """Sliding-window counters of the ``limits`` library. In production mode (``redis_url`` set) the
     counters live in Redis under ``{redis_prefix}limits:`` so every node shares them; otherwise in
-    memory. A storage failure lets the request through (fail open) and is logged once a minute."""
+    memory. A storage failure lets the request through (fail open) and is logged once a minute;
+    for :data:`SKIP_AFTER_FAILURE_SECONDS` after it requests pass without waiting on the storage."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.per_ip = _parse(settings.rate_limit_ip)
         self.per_player = _parse(settings.rate_limit_player)
         self.new_players = _parse(settings.rate_limit_new_players)
+        self.claims = _parse(settings.rate_limit_claim)
+        self.password_changes = _parse(settings.rate_limit_password_change)
         self.exempt = frozenset(a.strip() for a in settings.rate_limit_exempt.split(",") if a.strip())
         self._strategy: Any = None
         self._warned_at = 0.0
+        #: ``time.monotonic()`` until which the limits are not checked (fail open without waiting)
+        self._skip_until = 0.0
 
     @property
     def strategy(self) -> Any:
@@ -148,9 +271,17 @@ class RateLimiter:
 
             url = self.settings.redis_url
             if url:
+                from redis.asyncio.retry import Retry
+                from redis.backoff import NoBackoff
+                from redis.exceptions import ConnectionError as RedisConnectionError
+
+                # one retry, only for a refused or reset connection: redis-py's default (ten retries,
+                # timeouts included) made every request wait ~15 s for its limits while Redis hung
                 storage: Any = RedisStorage("async+" + url, implementation="redispy",
                                             key_prefix=f"{self.settings.redis_prefix}limits",
-                                            socket_timeout=1.0, socket_connect_timeout=1.0)
+                                            socket_timeout=1.0, socket_connect_timeout=1.0,
+                                            retry=Retry(NoBackoff(), 1,  # type: ignore[arg-type]
+                                                        supported_errors=(RedisConnectionError,)))
             else:
                 storage = MemoryStorage()
             self._strategy = SlidingWindowCounterRateLimiter(storage)
@@ -166,6 +297,8 @@ class RateLimiter:
         return await self._check(items, key, count=False)
 
     async def _check(self, items: list[Any], key: tuple[str, ...], *, count: bool) -> int | None:
+        if time.monotonic() < self._skip_until:  # the storage failed a moment ago: fail open at once
+            return None
         try:
             for item in items:
                 allowed = (await self.strategy.hit(item, *key) if count
@@ -175,6 +308,7 @@ class RateLimiter:
                     return max(1, math.ceil(stats.reset_time - time.time()))
         except Exception as exc:  # the storage (Redis) failed: let the request through
             now = time.monotonic()
+            self._skip_until = now + SKIP_AFTER_FAILURE_SECONDS
             if now - self._warned_at > 60:
                 self._warned_at = now
                 log.warning("rate limits not checked: storage failed (%s)", type(exc).__name__)
@@ -217,9 +351,9 @@ async def refuse_if_limited(limiter: RateLimiter, scope, receive, send) -> bool:
     False when it may go on. Also called for the match sockets served before the middleware
     (``app.main.RawSendMiddleware``)."""
     kind = scope["type"]
-    client = scope.get("client")
-    ip = client[0] if client else "unknown"
-    by_address = ip not in limiter.exempt
+    address = client_address(scope)
+    by_address = address not in limiter.exempt
+    ip = address_key(address)
     retry = await limiter.hit(limiter.per_ip, "ip", ip) if limiter.per_ip and by_address else None
     if retry is None and kind == "http":
         if (limiter.new_players and by_address and scope.get("method") == "POST"
@@ -289,56 +423,71 @@ async def lobby_cap(request: Request, player: PlayerDep) -> AsyncIterator[None]:
         yield
 
 
-async def bot_match_cap(lobby_id: str, request: Request, player: PlayerDep) -> AsyncIterator[None]:
-    """Route dependency (start): when the lobby has a bot seat, refuses 429 ``too_many_bot_matches``
-    if the player already hosts ``max_bot_matches_per_player`` running matches with bots (0 = no
-    cap). Under the player's lock, as :func:`lobby_cap`."""
-    from app.db.caps import lobby_has_bots, running_bot_matches_hosted_by
+class BotMatchCheck:
+    """What a start gets from :func:`bot_match_cap`: :meth:`check` of the seats it starts."""
 
+    def __init__(self, engine: Any, player_id: str, cap: int) -> None:
+        self.engine = engine
+        self.player_id = player_id
+        self.cap = cap
+
+    async def check(self, seats: list[dict[str, Any]]) -> None:
+        """Refuse 429 ``too_many_bot_matches`` when ``seats`` (the seats the start will put in the
+        match, as it read them) hold a bot and the player hosts ``cap`` running matches with bots."""
+        from app.db.caps import has_bots, running_bot_matches_hosted_by
+
+        if not self.cap or not has_bots(seats):
+            return
+        if await running_bot_matches_hosted_by(self.engine, self.player_id) >= self.cap:
+            raise LimitExceeded(429, "too_many_bot_matches",
+                                f"you host {self.cap} running matches with bots already: finish one first",
+                                CAP_RETRY_SECONDS)
+
+
+async def bot_match_cap(request: Request, player: PlayerDep) -> AsyncIterator[BotMatchCheck]:
+    """Route dependency (start): the player's lock (as :func:`lobby_cap`) held for the whole route,
+    and a :class:`BotMatchCheck` (``max_bot_matches_per_player``, 0 = no cap) the route runs on the
+    seats it starts, the ones the match is made of (the start refuses if they change before its
+    lock): a bot added after an earlier look at the lobby cannot slip past the cap."""
     cap = request.app.state.settings.max_bot_matches_per_player
-    engine = request.app.state.repo.engine
+    check = BotMatchCheck(request.app.state.repo.engine, player["id"], cap)
     if not cap:
-        yield
+        yield check
         return
     async with keyed_lock(request, "caps", player["id"]):
-        if (await lobby_has_bots(engine, lobby_id)
-                and await running_bot_matches_hosted_by(engine, player["id"]) >= cap):
-            raise LimitExceeded(429, "too_many_bot_matches",
-                                f"you host {cap} running matches with bots already: finish one first",
-                                CAP_RETRY_SECONDS)
-        yield
+        yield check
 
 
 LobbyCap = Annotated[None, Depends(lobby_cap)]
-BotMatchCap = Annotated[None, Depends(bot_match_cap)]
+BotMatchCap = Annotated[BotMatchCheck, Depends(bot_match_cap)]
 
 
 class SocketSlots:
-    """Sockets per player on this node (``max_sockets_per_player``, 0 = no cap)."""
+    """Sockets per player on this node (``max_sockets_per_player``, 0 = no cap): a count per player
+    (a dict of atoms: nothing per socket for the cyclic collector). Every :meth:`take` that
+    succeeded is matched by one :meth:`give_back` (the transports give a socket's slot back once,
+    when it closes)."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self._by_player: dict[str, weakref.WeakSet[Any]] = {}
+        self._by_player: dict[str, int] = {}
 
-    def take(self, player_id: str, ws: Any) -> bool:
-        live = self._by_player.get(player_id)
-        if live is None:
-            live = self._by_player[player_id] = weakref.WeakSet()
-        if self.cap and len(live) >= self.cap:
+    def take(self, player_id: str, ws: Any = None) -> bool:
+        held = self._by_player.get(player_id, 0)
+        if self.cap and held >= self.cap:
             return False
-        live.add(ws)
+        self._by_player[player_id] = held + 1
         return True
 
-    def give_back(self, player_id: str, ws: Any) -> None:
-        live = self._by_player.get(player_id)
-        if live is not None:
-            live.discard(ws)
-            if not live:
-                self._by_player.pop(player_id, None)
+    def give_back(self, player_id: str, ws: Any = None) -> None:
+        held = self._by_player.get(player_id, 0) - 1
+        if held > 0:
+            self._by_player[player_id] = held
+        else:
+            self._by_player.pop(player_id, None)
 
     def count(self, player_id: str) -> int:
-        live = self._by_player.get(player_id)
-        return len(live) if live is not None else 0
+        return self._by_player.get(player_id, 0)
 
 
 def admit_socket(ws: Any, player: dict[str, Any], meta: dict[str, Any], as_: Any) -> tuple[str, str, int] | None:

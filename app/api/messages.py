@@ -1,6 +1,9 @@
 """The match socket's messages as pydantic models: the JSON Schemas in ``docs/schemas/`` are
-generated from these (``python -m app.api.messages``) and tests validate real traffic against them.
-The server builds its messages directly (orjson on plain dicts) for speed; these models describe them."""
+generated from these (``python -m app.api.messages``, which also writes the schemas of Bannerfall's
+own games under ``docs/schemas/games/``) and tests validate real traffic against them. The server
+builds its messages directly (orjson on plain dicts) for speed; these models describe them. The
+files are strict JSON Schema 2020-12 (``app.games.contract.strict_2020_12``: a ``$schema`` line, no
+OpenAPI ``discriminator``), which strict validators such as ajv take."""
 from __future__ import annotations
 
 import json
@@ -8,6 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.games.contract import strict_2020_12
 
 
 class _Msg(BaseModel):
@@ -23,6 +28,9 @@ class Hello(_Msg):
     since_version: int | None = Field(None, ge=0, description="send the events missed since this version")
     deltas: bool = Field(True, strict=True, description="true (default): a full state first, then a delta per "
                                                      "change; false: a full state per change")
+    protocol: int | None = Field(None, strict=True, description="the protocol version the client speaks (absent "
+                                 "or null: 1); the server speaks 1 (GET /api/v1/version lists its versions); "
+                                 "another: error unsupported_protocol, close 4426")
 
 
 class Act(_Msg):
@@ -72,6 +80,8 @@ class State(_Msg):
     prompts: list[PromptInfo]
     view: dict[str, Any]
     events: list[Event]
+    server_time: float = Field(description="epoch seconds when the server sent this message, on the clock of "
+                               "deadline_at (three decimals): a client's offset is server_time - its own clock")
     events_complete: Literal[False] | None = None
 
 
@@ -140,6 +150,7 @@ class Ended(_Msg):
 class Pong(_Msg):
     type: Literal["pong"]
     t: Any = None
+    server_time: float = Field(description="epoch seconds when the server answered, on the clock of deadline_at")
 
 
 CLIENT: dict[str, type[BaseModel]] = {"hello": Hello, "act": Act, "resume": Resume, "ping": Ping}
@@ -152,17 +163,26 @@ def validate_server_message(message: dict[str, Any]) -> BaseModel:
     return SERVER[message["type"]].model_validate(message)
 
 
+def message_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema (2020-12, strict) of one message model."""
+    return strict_2020_12(model.model_json_schema(by_alias=True))
+
+
 def write_schemas(folder: Path) -> list[Path]:
+    """Write ``<folder>/{client,server}.<type>.json`` for every message; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for direction, models in (("client", CLIENT), ("server", SERVER)):
         for name, model in models.items():
             path = folder / f"{direction}.{name}.json"
-            path.write_text(json.dumps(model.model_json_schema(by_alias=True), indent=2, sort_keys=True) + "\n")
+            path.write_text(json.dumps(message_schema(model), indent=2, sort_keys=True) + "\n")
             written.append(path)
     return written
 
 
 if __name__ == "__main__":  # python -m app.api.messages
-    for p in write_schemas(Path(__file__).resolve().parents[2] / "docs" / "schemas"):
+    from app.games.contract import own_games, write_game_schemas
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+    for p in [*write_schemas(folder), *write_game_schemas(own_games(), folder / "games")]:
         print(p)

@@ -32,7 +32,9 @@ class Inventory(BaseModel):
 class LedgerRow(BaseModel):
     id: int
     asset: str = Field(description="'crystals' or a special id")
-    kind: Literal["grant", "spin", "prize", "match_use", "expiry"]
+    kind: Literal["grant", "spin", "prize", "match_use", "match_release", "expiry"] = Field(
+        description="match_use: a match of a special, taken when the match starts; match_release: "
+                    "given back when that match is aborted")
     delta: int
     balance_after: int
     ref: str | None = Field(None, description="the spin or match this row belongs to")

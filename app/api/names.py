@@ -37,14 +37,20 @@ from confusable_homoglyphs import categories, confusables
 RESERVED = frozenset({
     "admin", "administrator", "root", "system", "sysop", "server", "bot", "bots", "moderator", "mod",
     "staff", "support", "official", "bannerfall", "owner", "operator", "nobody", "null",
-    "undefined", "anonymous",
+    "undefined", "anonymous", "gm", "gamemaster", "notice", "announcement", "broadcast",
+})
+#: names of several words that speak for the server, refused as the whole name and as any run of
+#: adjacent words of a name, separators dropped (``Game Master``, ``The Server Notice``, ``G.M.``)
+RESERVED_PHRASES = frozenset({
+    "gamemaster", "servernotice", "systemnotice", "servermessage", "systemmessage", "serverannouncement",
+    "systemannouncement", "officialnotice", "customersupport", "customerservice", "helpdesk",
 })
 #: the reserved names that are refused as any word of a name too (``The Admin``, ``random-bot-0``,
 #: ``Bannerfall Support``): those that speak for the server. The others (``root``, ``null``,
 #: ``owner``, ``server`` …) are common surnames or words (``Joe Root``), refused only alone
 RESERVED_WORDS = frozenset({
     "admin", "administrator", "sysop", "bot", "bots", "moderator", "mod", "staff", "support", "official",
-    "bannerfall", "system",
+    "bannerfall", "system", "gm", "gamemaster",
 })
 #: reserved names refused also at the start or end of a word (``TheAdmin``, ``AdminBot``): long
 #: enough that no common word or name starts or ends with them
@@ -142,20 +148,37 @@ def _fold(text: str) -> str:
     return _unmarked(text.casefold()).translate(_CONFUSABLE_LETTERS)
 
 
-_RESERVED_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED)
-_RESERVED_WORD_SKELETONS = frozenset(r.replace("i", "l") for r in RESERVED_WORDS)
-_AFFIX_SKELETONS = tuple(r.replace("i", "l") for r in RESERVED_AFFIXES)
+#: letters that pairs of Latin letters imitate (UTS 39's confusables: ``rn`` for ``m``, ``vv`` for
+#: ``w``, ``cl`` for ``d``), as the skeleton writes them: each letter becomes the pair, so a name
+#: written with the pair and one written with the letter have one skeleton (``adrnin``, ``admin``)
+_LETTER_PAIRS = (("m", "rn"), ("w", "vv"), ("d", "cl"))
+
+
+def _skeleton(text: str) -> str:
+    """``text`` (folded, lower case) with the letters that look alike made one: ``i`` and ``l`` one
+    letter, and ``m``, ``w``, ``d`` written as the pairs that imitate them (:data:`_LETTER_PAIRS`)."""
+    text = text.replace("i", "l")
+    for letter, pair in _LETTER_PAIRS:
+        text = text.replace(letter, pair)
+    return text
+
+
+_RESERVED_SKELETONS = frozenset(_skeleton(r) for r in RESERVED | RESERVED_PHRASES)
+_RESERVED_WORD_SKELETONS = frozenset(_skeleton(r) for r in RESERVED_WORDS)
+_PHRASE_SKELETONS = frozenset(_skeleton(r) for r in RESERVED_WORDS | RESERVED_PHRASES)
+_AFFIX_SKELETONS = tuple(_skeleton(r) for r in RESERVED_AFFIXES)
 
 
 def _readings(text: str) -> list[str]:
     """``text`` (folded, separators dropped) as it may be read: as it is, without trailing digits,
     with digits and signs as letters (``adm1n``), both (``adm1n7``), without a plural ``s``, and
-    without letters of other scripts (``admin中``); ``i`` and ``l`` made one letter."""
+    without letters of other scripts (``admin中``); each as its :func:`_skeleton` (``i`` and ``l``
+    one letter, ``rn`` read as ``m``, ``vv`` as ``w``, ``cl`` as ``d``)."""
     base = [text, re.sub(r"\d+$", "", text)]
     base += [b.translate(_LEET) for b in base]
     base += [b[:-1] for b in base if len(b) > 3 and b.endswith("s")]
     base += [re.sub(r"[^\x00-\x7f]+", "", b) for b in base]
-    return [b.replace("i", "l") for b in base if b]
+    return [_skeleton(b) for b in base if b]
 
 
 def _two_reserved_words(word: str) -> bool:
@@ -165,18 +188,25 @@ def _two_reserved_words(word: str) -> bool:
 
 
 def _reserved(normal: str) -> bool:
-    """Whether ``normal`` (a normalised name) is a reserved name (:data:`RESERVED`), or one of its
-    words is one of :data:`RESERVED_WORDS` or two of them, or a word starts or ends with one of
-    :data:`RESERVED_AFFIXES`: folded (:func:`_fold`), then in every reading of :func:`_readings`;
-    signs are turned into letters before separators are dropped (``@dm!n``)."""
+    """Whether ``normal`` (a normalised name) is a reserved name (:data:`RESERVED`,
+    :data:`RESERVED_PHRASES`), or one of its words is one of :data:`RESERVED_WORDS` or two of them,
+    or a word starts or ends with one of :data:`RESERVED_AFFIXES`, or two or three adjacent words
+    make one of :data:`RESERVED_WORDS` or :data:`RESERVED_PHRASES` (``Game Master``): folded
+    (:func:`_fold`), then in every reading of :func:`_readings`; signs are turned into letters
+    before separators are dropped (``@dm!n``)."""
     folded = _fold(normal)
     for variant in (folded, folded.translate(_LEET)):
         if any(r in _RESERVED_SKELETONS for r in _readings(re.sub(r"[\W_]+", "", variant))):
             return True
-        for word in re.split(r"[\s\W_]+", variant):
+        words = [w for w in re.split(r"[\s\W_]+", variant) if w]
+        for word in words:
             for r in _readings(re.sub(r"[\W_]+", "", word)):
                 if r in _RESERVED_WORD_SKELETONS or (len(r) > 5 and r.startswith(_AFFIX_SKELETONS)) \
                         or (len(r) > 5 and r.endswith(_AFFIX_SKELETONS)) or _two_reserved_words(r):
+                    return True
+        for n in (2, 3):  # runs of adjacent words: "Game Master", "The Server Notice", "G M"
+            for i in range(len(words) - n + 1):
+                if any(r in _PHRASE_SKELETONS for r in _readings("".join(words[i:i + n]))):
                     return True
     return False
 
@@ -230,12 +260,14 @@ _USERNAME_RE = re.compile(r"[\w.\-]+")
 
 
 def check_username(username: str) -> str:
-    """Check a username (3-24 letters, digits, ``_``, ``-``, ``.``; no spaces) and every rule of
-    :func:`check_name`. Returns it NFKC-normalised. Raises :class:`NameRefused`."""
+    """Check a username (3-24 letters, digits, ``_``, ``-``, ``.``, at least one letter or digit; no
+    spaces) and every rule of :func:`check_name`. Returns it NFKC-normalised. Raises
+    :class:`NameRefused`."""
     normal = check_name(username, max_length=USERNAME_MAX)
-    if not USERNAME_MIN <= len(normal) or not _USERNAME_RE.fullmatch(normal) or normal != username.strip():
+    if (not USERNAME_MIN <= len(normal) or not _USERNAME_RE.fullmatch(normal) or normal != username.strip()
+            or not _SEPARATORS.sub("", normal)):
         raise NameRefused("bad_username", f"usernames are {USERNAME_MIN}-{USERNAME_MAX} letters, digits, "
-                                          "'_', '-' or '.', without spaces")
+                                          "'_', '-' or '.', with a letter or digit, without spaces")
     return normal
 
 
@@ -243,8 +275,22 @@ def check_username(username: str) -> str:
 _DIGIT_LOOKALIKES = str.maketrans({"0": "o", "1": "l"})
 
 
+#: the separators a username may hold; the key drops them (``a.lice`` and ``alice`` are one name)
+_SEPARATORS = re.compile(r"[._\-]+")
+#: the longest key the ``accounts.username_key`` column holds; a longer one is stored as a digest
+KEY_MAX = 64
+
+
 def username_key(username: str) -> str:
-    """The form usernames are unique by (a unique index): folded by :func:`_fold`, keeping
-    separators, so ``Alice``, ``ALICE``, ``аlice`` (Cyrillic а), ``Alıce`` and ``A1ice`` are one
-    username (``0`` reads as ``o`` and ``1`` as ``l``, as in Unicode's confusables)."""
-    return _fold(username).translate(_DIGIT_LOOKALIKES).replace("i", "l")
+    """The form usernames are unique by (a unique index): folded by :func:`_fold`, separators
+    (``.``, ``_``, ``-``) dropped, and letters that look alike made one (:func:`_skeleton`), so
+    ``Alice``, ``ALICE``, ``аlice`` (Cyrillic а), ``Alıce``, ``A1ice``, ``a.lice`` and ``al_ice``
+    are one username, and so are ``mark`` and ``rnark``, ``wendy`` and ``vvendy``, ``dave`` and
+    ``clave`` (``0`` reads as ``o`` and ``1`` as ``l``, as in Unicode's confusables). At most
+    :data:`KEY_MAX` characters (a longer skeleton is stored as its SHA-256, prefixed ``#``)."""
+    key = _skeleton(_SEPARATORS.sub("", _fold(username).translate(_DIGIT_LOOKALIKES)))
+    if len(key) > KEY_MAX:
+        import hashlib
+
+        key = "#" + hashlib.sha256(key.encode()).hexdigest()
+    return key

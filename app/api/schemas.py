@@ -2,11 +2,13 @@
 reaches a response."""
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
 from pydantic_core import PydanticCustomError
 
+from app.api.messages import Event, PromptInfo
 from app.api.names import DISPLAY_RAW_MAX
 
 #: the most seats a game takes (the lobby's ``seats`` bound; seat numbers are below it)
@@ -62,12 +64,33 @@ class PlayerCreated(BaseModel):
 
 
 class GameInfo(BaseModel):
+    """A hosted game as its package declares it (``app.games.base.GameInfo``)."""
+
     id: str
     title: str
     min_seats: int
     max_seats: int
-    options_schema: dict[str, Any]
-    bot_kinds: list[str]
+    options_schema: dict[str, Any] = Field(description="JSON Schema of the lobby options")
+    bot_kinds: list[str] = Field(description="the game's bot kinds, in its order (a lobby's bot `kind`)")
+    phases: list[str] = Field(description="the prompt kinds, in their order of play")
+    action_types: list[str]
+    hidden_information: bool = Field(description="some seat may not see something another seat sees")
+    simultaneous_moves: bool = Field(description="some phase prompts several seats at once")
+    chance: list[str] = Field(description="the game's chance devices: 'cards', 'dice' (empty: none)")
+    max_actions: int = Field(description="the most records a match may have; the server aborts a match "
+                                         "that reaches it (reason max_actions)")
+    board: str | None = Field(description="URL of the game's web board module (an ES module), or null")
+    schema_url: str = Field(description="URL of the JSON Schemas of the game's actions, events and view")
+    rules_version: int = Field(description="the rules version new matches of this game start under")
+
+
+class GameSchema(BaseModel):
+    """The JSON Schemas (draft 2020-12) of a game's wire shapes (``docs/schemas/games/<id>/``)."""
+
+    game: str
+    action: dict[str, Any] = Field(description="an action (act.action): one of the game's action types")
+    event: dict[str, Any] = Field(description="an event (state/delta events, without the wire's 'v')")
+    view: dict[str, Any] = Field(description="the view (state.view, and what a delta patches)")
 
 
 class LobbyCreate(StrictRequest):
@@ -75,12 +98,16 @@ class LobbyCreate(StrictRequest):
     seats: int = Field(ge=1, le=MAX_SEATS)
     options: dict[Text, Any] = Field(default_factory=dict, description="the game's options (see its options_schema)")
     loadout: list[Text] | None = Field(None, max_length=15, description="Conquest: owned special ids the host brings")
+    rated: bool = Field(False, description="its match changes ratings if every seat is an account "
+                        "(no guests, no bots; docs/decisions.md, 'Rated matches')")
 
 
 class SeatPublic(BaseModel):
     seat: int
     player: PlayerPublic | None = None
     bot: str | None = None
+    username: str | None = Field(None, description="the seat's player's account username; null for a guest "
+                                 "or a bot, so two players of one display name can be told apart")
     loadout: list[str] | None = Field(None, description="Conquest: the specials this seat brings")
 
 
@@ -94,6 +121,15 @@ class LobbyPublic(BaseModel):
     match_id: str | None
     seats: list[SeatPublic]
     created_at: float
+    rated: bool = False
+
+    @computed_field(description="changes whenever anything else in this answer changes (a seat taken or left, "  # type: ignore[prop-decorator]
+                                "a bot, a loadout, the start and its match_id, the close): pass it back as "
+                                "?state= with ?wait= to long-poll GET /lobbies/{id}")
+    @property
+    def state(self) -> str:
+        """A fingerprint of the answer: 16 hex digits of the SHA-256 of its other fields' JSON."""
+        return hashlib.sha256(self.model_dump_json(exclude={"state"}).encode()).hexdigest()[:16]
 
 
 class JoinRequest(StrictRequest):
@@ -129,6 +165,8 @@ class MatchPublic(BaseModel):
     version: int | None = Field(None, description="the spectators' version (docs/protocol.md, audiences) when "
                                 "the match is in memory on the answering node, else null; admins see the "
                                 "match's action count in /admin/matches")
+    rules_version: int | None = Field(None, description="the game's rules version the match is played under (a replay "
+                               "of its log needs an engine of that version: bannerfall verify)")
 
 
 class AbortRequest(StrictRequest):
@@ -142,6 +180,13 @@ class ClaimRequest(StrictRequest):
 
     username: Text = Field(min_length=1, max_length=64)
     password: Text = Field(min_length=1, max_length=1024)
+
+
+class PasswordChange(StrictRequest):
+    """``current_password`` as stored now; ``new_password`` 8-128 characters, not easy to guess."""
+
+    current_password: Text = Field(min_length=1, max_length=1024)
+    new_password: Text = Field(min_length=1, max_length=1024)
 
 
 class SignInRequest(StrictRequest):
@@ -177,18 +222,31 @@ class RevokedTokens(BaseModel):
     revoked: int
 
 
+#: the one line the web client shows beside a rating (leaderboard, profile)
+RATING_EXPLANATION = ("Rating = 1000 + 40 × (skill − 3 × uncertainty), never below 0: everyone starts at "
+                      "1000; it rises as you win and as the server grows sure of your skill. Shown on the "
+                      "leaderboard after {n} rated matches.")
+
+
 class RatingPublic(BaseModel):
-    """openskill Plackett-Luce: ``mu`` skill, ``sigma`` its uncertainty, ``ordinal`` = mu - 3 sigma."""
+    """openskill Plackett-Luce: ``mu`` skill, ``sigma`` its uncertainty, ``ordinal`` = mu - 3 sigma
+    (exact); ``display`` = max(0, round(1000 + 40 × ordinal)), the number players see."""
 
     mu: float
     sigma: float
     ordinal: float
+    display: int = Field(description="max(0, round(1000 + 40 × ordinal)): what players see")
     matches: int
     wins: int
+    weighted_matches: float = Field(description="rated matches counted by their weight (the repeated-opponent "
+                                    "rule, docs/decisions.md)")
+    provisional: bool = Field(description="too few weighted matches for the leaderboard "
+                              "(RATING_PROVISIONAL_MATCHES)")
 
 
 class LeaderboardRow(BaseModel):
-    rank: int = Field(description="1-based, by ordinal (ties broken by player id)")
+    rank: int | None = Field(description="1-based, by ordinal (ties broken by player id); None: provisional "
+                             "(only the asking player's own row can be)")
     player: PlayerPublic
     username: str | None
     rating: RatingPublic
@@ -199,6 +257,8 @@ class LeaderboardPage(BaseModel):
     items: list[LeaderboardRow]
     next_cursor: str | None
     me: LeaderboardRow | None = Field(description="the asking player's row, None if never rated in this game")
+    explanation: str = Field(description="one line saying what the displayed rating is")
+    provisional_matches: float = Field(description="weighted rated matches a rating needs to be listed")
 
 
 class RecentMatch(BaseModel):
@@ -209,6 +269,9 @@ class RecentMatch(BaseModel):
     seats: int
     ordinal_before: float
     ordinal_after: float
+    display_before: int
+    display_after: int
+    weight: float = Field(description="0-1: how much of openskill's change was applied (repeated-opponent rule)")
     ended_at: float
 
 
@@ -218,6 +281,7 @@ class ProfilePublic(BaseModel):
     created_at: float
     ratings: dict[str, RatingPublic] = Field(description="by game id; only games the player was rated in")
     recent_matches: list[RecentMatch] = Field(description="the last rated matches, newest first")
+    explanation: str = Field(description="one line saying what the displayed rating is")
 
 
 class LobbyPage(BaseModel):
@@ -228,3 +292,59 @@ class LobbyPage(BaseModel):
 class MatchPage(BaseModel):
     items: list[MatchPublic]
     next_cursor: str | None
+
+
+# -- admin answers (``/admin/matches/{id}``, ``…/log``, ``…/replay``) ------------------------------
+class LogRecord(BaseModel):
+    """One record of a match's action log, in ``seq`` order from 1."""
+    match_id: str
+    seq: int = Field(description="the match's action count after this record (1 = the first)")
+    seat: int | None = Field(description="the acting seat; null for an abort")
+    kind: Literal["act", "deadline", "abort"] = Field(description="a seat's action, a deadline's default "
+                                                                  "action, or an admin's abort")
+    action: dict[str, Any] = Field(description="the game action as applied (an abort: {type, reason, by})")
+    client_seq: int | None = Field(description="the act's seq from the seat's socket; null otherwise")
+    deadlines: dict[str, float] = Field(description="the open phases after it: phase id -> epoch seconds")
+    created_at: float = Field(description="epoch seconds")
+
+
+class AdminMatchState(BaseModel):
+    """The admin ``state`` message of a match (every card, hidden ones marked ``"hidden": true``),
+    with the match, its seed and what each seat cannot see."""
+    type: Literal["state"]
+    match_id: str
+    game: str
+    version: int = Field(description="the match's action count (admins count everything)")
+    status: Literal["running", "finished", "aborted"]
+    seat: None = Field(description="always null: the admin view is no seat's")
+    viewer: Literal["admin"]
+    prompts: list[PromptInfo]
+    view: dict[str, Any] = Field(description="the game's admin view (its schema: GET /games/{id}/schema)")
+    events: list[Event]
+    server_time: float = Field(description="epoch seconds, the clock of deadline_at")
+    match: MatchPublic
+    seed: str = Field(description="hex; secret from players until the match ends")
+    hidden_from: dict[str, list[str]] = Field(description="seat number -> the card tokens that seat cannot see")
+
+
+class AdminLog(BaseModel):
+    match_id: str
+    initial_deadlines: dict[str, float] = Field(description="the deadlines the match started with (phase id -> "
+                                                "epoch seconds): a replay needs them to derive audience versions")
+    actions: list[LogRecord]
+
+
+class ReplayEvent(BaseModel):
+    """An event of a replayed step, as the game declares it (``GET /games/{id}/schema``), with who may see it."""
+    model_config = ConfigDict(extra="allow")
+    type: str
+    audience: list[int] | None = Field(description="the seats that may see it; null: everyone")
+
+
+class AdminReplay(BaseModel):
+    match_id: str
+    version: int = Field(description="the action count replayed to (0 = the deal)")
+    last_version: int = Field(description="the match's action count: the newest version there is")
+    action: LogRecord | None = Field(description="the record that made this version; null at 0")
+    view: dict[str, Any] = Field(description="the admin view at that version")
+    events: list[ReplayEvent] = Field(description="the events of that step")

@@ -24,7 +24,8 @@ TOKEN_HINT = "make one with: python3 -c 'import secrets; print(secrets.token_url
 
 class AdminTokenRefused(SystemExit):
     """The configured admin token is refused: the server does not start. A ``SystemExit`` whose
-    message is one line, so ``bannerfall serve`` prints that line (no traceback) and exits 1."""
+    message is one line, so a process that starts the app prints that line (no traceback) and exits 1;
+    ``bannerfall serve`` turns it into its own one line and exit 2 (a wrong setting: ``app.cli.EXIT_RULE``)."""
 
 
 def admin_token_problem(token: str) -> str | None:

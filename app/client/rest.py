@@ -15,6 +15,11 @@ class ApiError(Exception):
         self.message = message
 
 
+
+def _idem(key: str | None) -> dict[str, str]:
+    """The ``Idempotency-Key`` header for ``key`` (docs/protocol.md, "Idempotency keys"), or none."""
+    return {} if key is None else {"Idempotency-Key": key}
+
 class RestClient:
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
@@ -64,10 +69,12 @@ class RestClient:
         return await self.request("GET", "/games")
 
     async def create_lobby(self, game: str, seats: int, options: dict[str, Any] | None = None,
-                           loadout: list[str] | None = None) -> dict[str, Any]:
+                           loadout: list[str] | None = None, rated: bool | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"game": game, "seats": seats, "options": options or {}}
         if loadout is not None:
             body["loadout"] = loadout
+        if rated is not None:
+            body["rated"] = rated
         return await self.request("POST", "/lobbies", json=body)
 
     async def lobbies(self, game: str | None = None) -> list[dict[str, Any]]:
@@ -81,8 +88,27 @@ class RestClient:
                   if v is not None}
         return await self.request("GET", "/lobbies", params=params or None)
 
-    async def lobby(self, lobby_id: str) -> dict[str, Any]:
-        return await self.request("GET", f"/lobbies/{lobby_id}")
+    async def lobby(self, lobby_id: str, wait: float = 0, state: str | None = None) -> dict[str, Any]:
+        """The lobby; with ``wait`` (seconds, at most 30) and ``state`` (from the last answer) a
+        long-poll that answers when the lobby changes (a seat, bots, the start, the close)."""
+        if not wait or state is None:
+            return await self.request("GET", f"/lobbies/{lobby_id}")
+        return await self.request("GET", f"/lobbies/{lobby_id}", params={"wait": wait, "state": state},
+                                  timeout=wait + 10)
+
+    async def wait_for_start(self, lobby_id: str, timeout: float = 60.0, step: float = 25.0) -> dict[str, Any]:
+        """Long-poll the lobby until it is no longer open (``started``: ``match_id`` names the match;
+        or ``closed``) or ``timeout`` seconds pass; the lobby."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        lobby = await self.lobby(lobby_id)
+        while lobby["status"] == "open" and loop.time() < end:
+            lobby = await self.lobby(lobby_id, wait=max(0.1, min(step, end - loop.time())), state=lobby["state"])
+        return lobby
+
+    async def version(self) -> dict[str, Any]:
+        """``GET /api/v1/version``: ``{server, protocol, protocols}``."""
+        return await self.request("GET", "/version")
 
     async def join(self, lobby_id: str, seat: int | None = None, loadout: list[str] | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"seat": seat}
@@ -118,6 +144,47 @@ class RestClient:
 
     async def cancel_ticket(self, ticket_id: str) -> dict[str, Any]:
         return await self.request("DELETE", f"/matchmaking/tickets/{ticket_id}")
+
+    # -- accounts, parties, rematches (docs/protocol.md, "Accounts", "Parties", "Rematch")
+    async def claim(self, username: str, password: str) -> dict[str, Any]:
+        """Make this guest an account (``POST /accounts/claim``)."""
+        return await self.request("POST", "/accounts/claim", json={"username": username, "password": password})
+
+    async def create_party(self, game: str, seats: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.request("POST", "/parties", json={"game": game, "seats": seats, "options": options or {}})
+
+    async def join_party(self, code: str) -> dict[str, Any]:
+        return await self.request("POST", "/parties/join", json={"code": code})
+
+    async def party(self, party_id: str, wait: float = 0, state: str | None = None) -> dict[str, Any]:
+        """The party; with ``wait`` and ``state`` a long-poll that answers when it changes."""
+        if not wait or state is None:
+            return await self.request("GET", f"/parties/{party_id}")
+        return await self.request("GET", f"/parties/{party_id}", params={"wait": wait, "state": state},
+                                  timeout=wait + 10)
+
+    async def queue_party(self, party_id: str, bots_after_seconds: float | None = None) -> dict[str, Any]:
+        return await self.request("POST", f"/parties/{party_id}/queue",
+                                  json={"bots_after_seconds": bots_after_seconds})
+
+    async def cancel_party_queue(self, party_id: str) -> dict[str, Any]:
+        return await self.request("DELETE", f"/parties/{party_id}/queue")
+
+    async def leave_party(self, party_id: str) -> dict[str, Any]:
+        return await self.request("POST", f"/parties/{party_id}/leave")
+
+    async def rematch(self, match_id: str, wait: float = 0, state: str | None = None) -> dict[str, Any]:
+        """The rematch offer of an ended match; with ``wait`` and ``state`` a long-poll."""
+        if not wait or state is None:
+            return await self.request("GET", f"/matches/{match_id}/rematch")
+        return await self.request("GET", f"/matches/{match_id}/rematch", params={"wait": wait, "state": state},
+                                  timeout=wait + 10)
+
+    async def agree_rematch(self, match_id: str) -> dict[str, Any]:
+        return await self.request("POST", f"/matches/{match_id}/rematch")
+
+    async def decline_rematch(self, match_id: str) -> dict[str, Any]:
+        return await self.request("DELETE", f"/matches/{match_id}/rematch")
 
     async def wait_for_match(self, ticket_id: str, timeout: float = 60.0, step: float = 25.0) -> dict[str, Any]:
         """Long-poll until the ticket is matched or cancelled (or ``timeout`` seconds pass); the ticket."""
@@ -158,8 +225,10 @@ class RestClient:
     async def next_spin(self) -> dict[str, Any]:
         return await self.request("GET", "/players/me/spins/next")
 
-    async def spin(self, client_seed: str = "") -> dict[str, Any]:
-        return await self.request("POST", "/players/me/spins", json={"client_seed": client_seed})
+    async def spin(self, client_seed: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+        """A paid spin; ``idempotency_key``: send it again with the same key to be sure of one spin."""
+        return await self.request("POST", "/players/me/spins", json={"client_seed": client_seed},
+                                  headers=_idem(idempotency_key))
 
     async def verify_spin(self, spin_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/spins/{spin_id}/verify")
@@ -167,11 +236,13 @@ class RestClient:
     async def set_loadout(self, lobby_id: str, loadout: list[str]) -> dict[str, Any]:
         return await self.request("PUT", f"/lobbies/{lobby_id}/loadout", json={"loadout": loadout})
 
-    async def admin_grant_crystals(self, player_id: str, amount: int, reason: str = "test") -> dict[str, Any]:
+    async def admin_grant_crystals(self, player_id: str, amount: int, reason: str = "test",
+                                   idempotency_key: str | None = None) -> dict[str, Any]:
         return await self.request("POST", f"/admin/players/{player_id}/crystals",
-                                  json={"amount": amount, "reason": reason})
+                                  json={"amount": amount, "reason": reason}, headers=_idem(idempotency_key))
 
     async def admin_grant_special(self, player_id: str, special: str, matches: int,
-                                  reason: str = "test") -> dict[str, Any]:
+                                  reason: str = "test", idempotency_key: str | None = None) -> dict[str, Any]:
         return await self.request("POST", f"/admin/players/{player_id}/specials",
-                                  json={"special": special, "matches": matches, "reason": reason})
+                                  json={"special": special, "matches": matches, "reason": reason},
+                                  headers=_idem(idempotency_key))

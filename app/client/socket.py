@@ -4,6 +4,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -11,6 +13,36 @@ import orjson
 import websockets
 
 from app.delta import PatchError, apply_patch
+
+#: the match protocol version this client speaks (``hello``'s ``protocol``)
+PROTOCOL = 1
+#: close codes after which :class:`MatchSocket` reconnects when ``reconnect=True`` (docs/protocol.md,
+#: "Close codes"): no close frame (1006), storage failed (1011), server restart (1012), try again
+#: later (1013), too slow (4008), the match moved or an act went unanswered (4503)
+RECONNECT_CODES = frozenset((1006, 1011, 1012, 1013, 4008, 4503))
+#: the error codes of an ``act`` that was not applied and is resent after a reconnect (with its seq)
+RESEND_CODES = frozenset(("match_moved", "act_unanswered", "storage_unavailable", "too_many_messages"))
+
+
+class Backoff:
+    """Reconnect delays (docs/protocol.md, "Reconnecting"): the n-th attempt (n from 0) waits a random
+    time between half and all of ``min(cap, first * 2**n)`` seconds (0.5 s doubling to 30 s), at least
+    a ``retry_after`` the server gave; :meth:`reset` after a socket got its first ``state``."""
+
+    def __init__(self, first: float = 0.5, cap: float = 30.0, rng: random.Random | None = None) -> None:
+        self.first, self.cap = first, cap
+        self.attempt = 0
+        self._rng = rng or random.Random()
+
+    def next(self, retry_after: float | None = None) -> float:
+        """The delay (seconds) before the next attempt; counts the attempt."""
+        ceiling = min(self.cap, self.first * 2 ** self.attempt)
+        self.attempt += 1
+        delay = self._rng.uniform(ceiling / 2, ceiling)
+        return max(delay, retry_after or 0.0)
+
+    def reset(self) -> None:
+        self.attempt = 0
 
 
 def ws_url(base_url: str, match_id: str) -> str:
@@ -41,10 +73,23 @@ class MatchSocket:
 
     ``record = True`` keeps what :meth:`recv` returned in :attr:`received` and every frame as it came
     off the wire in :attr:`raw_received` (``(type, bytes)``; the type is the frame's ``"type"``), for
-    wire-level tests. :attr:`resumes` counts the resumes this socket sent because of a gap."""
+    wire-level tests. :attr:`resumes` counts the resumes this socket sent because of a gap.
+
+    The server's clock: every ``state`` and ``pong`` carries ``server_time`` (epoch seconds, the clock
+    of ``deadline_at``); :attr:`clock_offset` is the server's clock minus this machine's (from a
+    :meth:`ping`'s round trip when there was one, else from the last state), :meth:`server_now` the
+    server's time now and :meth:`seconds_left` a prompt's time left on it.
+
+    Reconnecting (``reconnect=True``): a socket closed with one of :data:`RECONNECT_CODES` is opened
+    again after a :class:`Backoff` delay (at least an error's ``retry_after``), with ``hello``'s
+    ``since_version`` the held version, and every ``act`` not yet answered (or answered with one of
+    :data:`RESEND_CODES`) is sent again with its same ``seq`` (the server applies a seq once). At most
+    ``max_reconnects`` attempts in a row; then :meth:`recv` raises the close. :attr:`reconnects`
+    counts the sockets opened again; :attr:`unacked` holds the acts waiting for an answer."""
 
     def __init__(self, base_url: str, match_id: str, token: str | None, *, as_: str | None = None,
-                 deltas: bool = True, record: bool = False) -> None:
+                 deltas: bool = True, record: bool = False, reconnect: bool = False, max_reconnects: int = 10,
+                 backoff: Backoff | None = None, protocol: int = PROTOCOL) -> None:
         self.url = ws_url(base_url, match_id)
         self.match_id = match_id
         self.token = token
@@ -61,6 +106,20 @@ class MatchSocket:
         self._head: dict[str, Any] = {}  # match_id, game, seat, viewer of the last full state
         self._resyncing = False  # a resume was sent: drop deltas until the next full state
         self.resumes = 0
+        self.protocol = protocol
+        #: the server's clock minus this machine's (seconds); None before the first state or pong
+        self.clock_offset: float | None = None
+        self._offset_from_ping = False
+        self.reconnect = reconnect
+        self.max_reconnects = max_reconnects
+        self.backoff = backoff or Backoff()
+        self.reconnects = 0
+        #: the close code of the last socket that closed under :meth:`recv` (1006: no close frame)
+        self.last_close: int | None = None
+        #: acts sent and not yet answered (or answered "not applied": :data:`RESEND_CODES`), by seq
+        self.unacked: dict[int, dict[str, Any]] = {}
+        self._retry_after: float | None = None
+        self._resend = False  # a reconnect happened: resend the unacknowledged acts on the next state
 
     async def connect(self, since_version: int | None = None) -> None:
         self.ws = await websockets.connect(self.url, max_size=2**24, open_timeout=20)
@@ -69,8 +128,10 @@ class MatchSocket:
         await self.send(self.hello(since_version))
 
     def hello(self, since_version: int | None = None) -> dict[str, Any]:
-        """The ``hello`` this socket sends: ``{"type": "hello", "token", "deltas"[, "as"][, "since_version"]}``."""
-        hello: dict[str, Any] = {"type": "hello", "token": self.token, "deltas": self.deltas}
+        """The ``hello`` this socket sends: ``{"type": "hello", "token", "deltas", "protocol"[, "as"]
+        [, "since_version"]}``."""
+        hello: dict[str, Any] = {"type": "hello", "token": self.token, "deltas": self.deltas,
+                                 "protocol": self.protocol}
         if self.as_:
             hello["as"] = self.as_
         if since_version is not None:
@@ -87,8 +148,38 @@ class MatchSocket:
         msg: dict[str, Any] = {"type": "act", "seq": seq, "action": action}
         if version is not None:
             msg["version"] = version
+        self.unacked[seq] = msg
         await self.send(msg)
         return seq
+
+    async def ping(self) -> None:
+        """Send ``ping`` with this machine's time as ``t``: its ``pong`` sets :attr:`clock_offset`
+        from the round trip's midpoint."""
+        await self.send({"type": "ping", "t": time.time()})
+
+    def server_now(self) -> float:
+        """The server's clock now (epoch seconds): this machine's corrected by :attr:`clock_offset`."""
+        return time.time() + (self.clock_offset or 0.0)
+
+    def seconds_left(self, prompt: dict[str, Any]) -> float | None:
+        """Seconds until ``prompt``'s ``deadline_at`` on the server's clock (0 once passed), or None
+        for a prompt without a deadline."""
+        deadline = prompt.get("deadline_at")
+        if not isinstance(deadline, (int, float)):
+            return None
+        return max(0.0, deadline - self.server_now())
+
+    def _clock(self, msg: dict[str, Any]) -> None:
+        server = msg.get("server_time")
+        if not isinstance(server, (int, float)):
+            return
+        now = time.time()
+        sent = msg.get("t") if msg.get("type") == "pong" else None
+        if isinstance(sent, (int, float)) and not isinstance(sent, bool) and 0 <= now - sent < 60:
+            self.clock_offset = server - (sent + now) / 2   # the round trip's midpoint
+            self._offset_from_ping = True
+        elif not self._offset_from_ping or self.clock_offset is None:
+            self.clock_offset = server - now   # an upper bound of the delay, off by the one-way latency
 
     async def recv(self, timeout: float | None = None) -> dict[str, Any]:
         """The next message for the caller (a ``delta`` comes back as a synthesized ``state``; a
@@ -99,7 +190,15 @@ class MatchSocket:
 
     async def _recv_message(self) -> dict[str, Any]:
         while True:
-            raw = await self.ws.recv()
+            try:
+                raw = await self.ws.recv()
+            except websockets.ConnectionClosed as closed:
+                code = closed.rcvd.code if closed.rcvd is not None else 1006
+                self.last_close = code
+                if not self.reconnect or code not in RECONNECT_CODES:
+                    raise
+                await self._reopen(closed)
+                continue
             msg = orjson.loads(raw)
             if self.record:
                 kind = msg.get("type") if isinstance(msg, dict) else None
@@ -120,8 +219,20 @@ class MatchSocket:
             return msg  # not a protocol message: the caller sees it as it came
         kind = msg.get("type")
         if kind == "state":
+            self._clock(msg)
             self._hold(msg)
+            self.backoff.reset()
+            if self._resend:
+                self._resend = False
+                for seq in sorted(self.unacked):
+                    await self.send(self.unacked[seq])
             return msg
+        if kind == "pong":
+            self._clock(msg)
+        elif kind == "ack" or (kind == "error" and msg.get("code") not in RESEND_CODES):
+            self.unacked.pop(msg.get("seq"), None)  # type: ignore[arg-type]
+        if kind == "error" and isinstance(msg.get("retry_after"), (int, float)):
+            self._retry_after = float(msg["retry_after"])
         if kind != "delta":
             return msg
         if self._doc is None or self._resyncing:
@@ -161,7 +272,24 @@ class MatchSocket:
         if self.version is not None:
             await self.send({"type": "resume", "since_version": self.version})
 
+    async def _reopen(self, closed: websockets.ConnectionClosed) -> None:
+        """Open the socket again (``reconnect=True``): back off, ``hello`` with the held version,
+        and resend :attr:`unacked` in seq order once the new socket's first ``state`` came. Raises
+        ``closed`` once ``max_reconnects`` attempts in a row (without a ``state`` between) failed."""
+        while self.backoff.attempt < self.max_reconnects:
+            await asyncio.sleep(self.backoff.next(self._retry_after))
+            self._retry_after = None
+            try:
+                await self.connect(self.version)
+            except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.ConnectionClosed):
+                continue
+            self.reconnects += 1
+            self._resend = True  # once its first state has come
+            return
+        raise closed
+
     async def close(self) -> None:
+        self.reconnect = False  # closed by its owner: nothing to reconnect
         if self.ws is not None:
             await self.ws.close()
 
@@ -180,12 +308,19 @@ class Seat(Protocol):
 
 async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, Any]], Any] | None = None,
                delay: float = 0.0, max_errors: int = 50, idle_timeout: float = 600.0,
-               initial: dict[str, Any] | None = None) -> dict[str, Any]:
+               initial: dict[str, Any] | None = None,
+               anytime: Callable[[dict[str, Any], dict[str, Any] | None], dict[str, Any] | None] | None = None
+               ) -> dict[str, Any]:
     """Play until ``ended``: whenever the latest ``state`` gives this socket's seat a prompt to
     answer, call ``decide(view, prompt)`` and send the action; wait for its ack or error before
     deciding again. Returns the ``ended`` message. A rejected action is retried with a fresh
     decision, at most ``max_errors`` times in a row (then the seat waits for its deadline).
     ``initial``: a message already received on this socket (e.g. the first ``state``).
+    ``anytime(view, prompt)``: asked on every state on which the seat has nothing to answer —
+    ``prompt`` None (no prompt) or the seat's prompt with its submission on file; an action it
+    returns is sent like the others (an action of any moment, such as Conquest's specials,
+    docs/protocol.md "Actions without a prompt", or a replacement of the submission); None sends
+    nothing.
 
     Decisions are made only on a ``state`` (a :class:`MatchSocket` turns each ``delta`` into one),
     never on an ``ack``: after the ack of version *v* the seat waits until it holds a state of
@@ -223,8 +358,11 @@ async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, An
         seat = state.get("seat")
         prompt = next((p for p in state.get("prompts", []) if p["seat"] == seat), None)
         if prompt is None or (prompt.get("simultaneous") and prompt.get("submitted")):
-            continue
-        action = decide(state["view"], prompt)
+            if anytime is None or kind not in ("state", "ack") or state.get("status") != "running":
+                continue
+            action = anytime(state["view"], prompt)
+        else:
+            action = decide(state["view"], prompt)
         if action is None:
             continue
         if delay:

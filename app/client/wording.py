@@ -1,6 +1,7 @@
-"""Event wording shared with the web client: ``app/web/events.json`` read here and by
-``app/web/js/wording.js`` (served as ``/events.json``), so ``bannerfall demo``/``replay`` and the
-play page's event log say the same thing.
+"""Event wording shared with the web client: :func:`wording` (``app/web/events.json``'s template
+language and default, plus every registered game's own wording file, ``GameInfo.wording``, under
+the game's id) is read here and by ``app/web/js/wording.js`` (served as ``/events.json``), so
+``bannerfall demo``/``replay`` and the play page's event log say the same thing.
 
 The template language is described in the file's ``_doc``; this module and ``wording.js`` are its
 two interpreters and ``tests/test_wording.py`` checks that they agree on recorded events.
@@ -8,12 +9,15 @@ two interpreters and ``tests/test_wording.py`` checks that they agree on recorde
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger("bannerfall.wording")
 
 WORDING_FILE = Path(__file__).resolve().parents[1] / "web" / "events.json"
 
@@ -37,8 +41,38 @@ class Line:
 
 @lru_cache(maxsize=1)
 def wording() -> dict[str, Any]:
-    """The parsed ``events.json`` (read once)."""
-    return json.loads(WORDING_FILE.read_text(encoding="utf-8"))
+    """``events.json`` as served: its ``_doc`` and ``default``, and under each registered game's id
+    that game's wording (its package's ``GameInfo.wording`` file; ``{}`` for a game without one, whose
+    events then read as their type in words). Read once. A game whose wording file is unreadable or
+    not a JSON object gets ``{}`` too, and the error is logged (its conformance check fails it)."""
+    from app.games import registry
+
+    merged: dict[str, Any] = json.loads(WORDING_FILE.read_text(encoding="utf-8"))
+    for game_id, game in registry().items():
+        try:
+            merged[game_id] = game_wording(game)
+        except ValueError as exc:  # a broken package: its events read as their types (the suites fail it)
+            log.error("%s", exc)
+            merged[game_id] = {}
+    return merged
+
+
+def game_wording(game: Any) -> dict[str, Any]:
+    """A game's own wording (``{"events": {type: entry}, "card", "score", "reasons", ...}``) read from
+    the file its ``info.wording`` names, ``{}`` when it names none. Raises ValueError (with the
+    file) when the file is not a JSON object."""
+    from app.games import declared_file
+
+    path = declared_file(game, game.info.wording)
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{game.info.id}: wording file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{game.info.id}: wording file {path} is not a JSON object")
+    return data
 
 
 # --- templates -------------------------------------------------------------------------------

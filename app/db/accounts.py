@@ -17,6 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.admins import REVOKED_PREFIX, _revoked_value
+from app.db.idempotency import Idempotency, remember
+from app.db.idempotency import claim as claim_key
 from app.db.models import Account, Player, PlayerToken
 from app.db.tables import in_list
 
@@ -65,6 +67,17 @@ class AccountsRepository:
             r = (await conn.execute(select(accounts_t).where(accounts_t.c.username_key == username_key))).first()
         return dict(r._mapping) if r is not None else None
 
+    async def account_for_sign_in(self, username: str, username_key: str) -> dict[str, Any] | None:
+        """The account a sign-in names: the one whose username is exactly ``username`` (as stored,
+        NFKC), else the one whose key is ``username_key``. The exact name comes first so that an
+        account whose username came to look like an older one's (migration 0007: it kept a key of
+        its own) still signs in by its name; new usernames never share a key."""
+        async with self.engine.connect() as conn:
+            r = (await conn.execute(select(accounts_t).where(accounts_t.c.username == username))).first()
+            if r is None:
+                r = (await conn.execute(select(accounts_t).where(accounts_t.c.username_key == username_key))).first()
+        return dict(r._mapping) if r is not None else None
+
     async def usernames(self, player_ids: list[str]) -> dict[str, str]:
         if not player_ids:
             return {}
@@ -72,16 +85,23 @@ class AccountsRepository:
             rows = (await conn.execute(_USERNAMES, {"ids": player_ids})).all()
         return {r.player_id: r.username for r in rows}
 
-    async def claim(self, player_id: str, username: str, username_key: str, password_hash: str) -> dict[str, Any]:
+    async def claim(self, player_id: str, username: str, username_key: str, password_hash: str,
+                    idem: Idempotency | None = None) -> dict[str, Any]:
         """Give the player an account. The unique ``username_key`` decides a race between two claims
         of one name (one wins, the other gets ``username_taken``); the primary key decides two claims
-        of one player (``already_claimed``). Raises :class:`AccountRefused`."""
+        of one player (``already_claimed``). Raises :class:`AccountRefused`. ``idem``: the request's
+        idempotency key (:mod:`app.db.idempotency`): a repeat returns the first claim's row (without
+        its password hash) and changes nothing; raises ``IdempotencyKeyReused``."""
         now = time.time()
         row = {"player_id": player_id, "username": username, "username_key": username_key,
                "password_hash": password_hash, "created_at": now, "updated_at": now}
         try:
             async with self.engine.begin() as conn:
+                replayed, stored = await claim_key(conn, idem)
+                if replayed:
+                    return dict(stored)
                 await conn.execute(insert(accounts_t), row)
+                await remember(conn, idem, {k: v for k, v in row.items() if k != "password_hash"})
         except IntegrityError:
             if await self.account(player_id) is not None:
                 raise AccountRefused("already_claimed", "this player has an account already") from None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, Float, ForeignKey, Index, Integer, String
+from sqlalchemy import JSON, BigInteger, Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -32,6 +32,9 @@ class Lobby(Base):
     status: Mapped[str] = mapped_column(String(16), default="open", index=True)  # open | started | closed
     match_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
+    #: its match may change ratings (quick play, a rematch of a rated match, a lobby made ``rated``);
+    #: it does only when every seat is an account (``app.db.ratings``, docs/decisions.md)
+    rated: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
 
 class LobbySeat(Base):
@@ -69,6 +72,10 @@ class Match(Base):
     owner_epoch: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: the node that holds ``owner_epoch`` (informational)
     owner_node: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: the game's rules version the match started under (``GameInfo.rules_version``): only an engine of
+    #: that version replays its log (``app.games.versions``). The default is for nodes older than the
+    #: column during a rolling upgrade (they play version 1); every node since writes it
+    rules_version: Mapped[int] = mapped_column(Integer, server_default="1")
 
 
 class MatchAction(Base):
@@ -165,6 +172,23 @@ class Spin(Base):
     created_at: Mapped[float] = mapped_column(Float)
 
 
+class IdempotencyKey(Base):
+    """The first answer to a request that spends or grants, sent with an ``Idempotency-Key`` header
+    (docs/protocol.md, "Idempotency keys"; the IETF draft "The Idempotency-Key HTTP Header Field").
+
+    Keyed by the asking player and the key: written in the transaction that spends or grants, so a
+    repeat (on any node) finds it and gets ``response`` instead of a second effect. ``fingerprint``:
+    SHA-256 of the method, path and body; the same key with another fingerprint is refused.
+    ``response``: what the operation returned (JSON). A row older than the retention is replaced."""
+
+    __tablename__ = "idempotency_keys"
+    player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    response: Mapped[Any] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class MatchSettlement(Base):
     """A finished or aborted match whose specials' lifetimes have been counted (exactly once)."""
 
@@ -194,7 +218,7 @@ class Account(Base):
 
     __tablename__ = "accounts"
     player_id: Mapped[str] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
-    username: Mapped[str] = mapped_column(String(32))
+    username: Mapped[str] = mapped_column(String(32), index=True)  # sign-in by the exact name first
     username_key: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(256))
     created_at: Mapped[float] = mapped_column(Float)
@@ -214,6 +238,9 @@ class PlayerRating(Base):
     matches: Mapped[int] = mapped_column(Integer, default=0)
     wins: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[float] = mapped_column(Float)
+    #: rated matches counted by their weight (the repeated-opponent rule): a rating leaves
+    #: provisional (and enters the leaderboard) at ``RATING_PROVISIONAL_MATCHES``
+    weighted_matches: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
 class RatingChange(Base):
@@ -233,6 +260,8 @@ class RatingChange(Base):
     sigma_after: Mapped[float] = mapped_column(Float)
     ordinal_after: Mapped[float] = mapped_column(Float)
     created_at: Mapped[float] = mapped_column(Float)
+    #: 0-1: how much of openskill's change was applied (the repeated-opponent rule)
+    weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
 
 
 class MatchRating(Base):

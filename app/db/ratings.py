@@ -11,9 +11,12 @@ ratings and one ``rating_changes`` row per player (primary key ``(match_id, play
 same transaction. A replayed end, a retry, a sweep or a second node that sees the same end finds the marker and
 changes nothing. Aborted matches are marked and rate nobody.
 
-Bots (``docs/decisions.md``): a bot seat takes part in the computation at the default rating and is
-never stored (bot players are made per lobby, so their ratings would mean nothing); humans are
-rated against them.
+Which matches are rated (docs/decisions.md, "Rated matches"): a match of a ``rated`` lobby (quick
+play, a rematch of a rated match, a lobby made with ``rated: true``) whose every seat is a distinct
+account. Guests and bots never move an account's rating: a match with either is marked and rates
+nobody. The repeated-opponent rule (:class:`RatingRules`) applies only part of openskill's change
+for players who met the same opponents in rated matches shortly before, and a rating is
+provisional (off the leaderboard) until it has ``provisional_matches`` weighted matches.
 """
 from __future__ import annotations
 
@@ -29,15 +32,59 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.paging import decode_cursor, encode_cursor
 from app.db.sqlite_log import SqliteLogCommitter
-from app.db.tables import ENDED, accounts_t, changes_t, in_list, marks_t, matches_t, players_t, ratings_t
+from app.db.tables import (
+    ENDED,
+    accounts_t,
+    changes_t,
+    in_list,
+    lobbies_t,
+    marks_t,
+    matches_t,
+    players_t,
+    ratings_t,
+)
 
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3.0
+#: the displayed rating: ``max(0, round(DISPLAY_BASE + DISPLAY_SCALE × ordinal))``
+DISPLAY_BASE = 1000
+DISPLAY_SCALE = 40
 
 
 def ordinal(mu: float, sigma: float) -> float:
     """openskill's conservative estimate: mu - 3 sigma (0 for a new player)."""
     return mu - 3.0 * sigma
+
+
+def display_rating(ordinal_: float) -> int:
+    """The rating players see: ``max(0, round(1000 + 40 × ordinal))`` (a new player 1000, never
+    negative; docs/decisions.md, "Ratings people can read"). The exact mu, sigma and ordinal stay in
+    the API."""
+    return max(0, round(DISPLAY_BASE + DISPLAY_SCALE * ordinal_))
+
+
+@dataclass(frozen=True)
+class RatingRules:
+    """What makes a rating change count (docs/decisions.md, "Rated matches").
+
+    ``repeat_limit`` N: the k-th rated match (k = 1, 2, …) of two players within
+    ``repeat_window_seconds`` counts with weight ``max(0, 1 − (k − 1)/N)`` for each of them (1, 2/3,
+    1/3, then 0 with N = 3); a player's weight in a match is the mean over its opponents; 0 turns the
+    rule off. ``provisional_matches``: weighted matches a rating needs to be on the leaderboard."""
+
+    repeat_limit: int = 3
+    repeat_window_seconds: float = 86_400.0
+    provisional_matches: float = 10.0
+
+    def pair_weight(self, earlier: int) -> float:
+        """The weight of a match between two players who had ``earlier`` rated matches together
+        within the window."""
+        if self.repeat_limit <= 0:
+            return 1.0
+        return max(0.0, 1.0 - earlier / self.repeat_limit)
+
+
+DEFAULT_RULES = RatingRules()
 
 
 @dataclass(frozen=True)
@@ -51,6 +98,13 @@ class Rating:
     ordinal: float
     matches: int
     wins: int
+    #: rated matches counted by their weight (the repeated-opponent rule)
+    weighted_matches: float = 0.0
+
+    @property
+    def display(self) -> int:
+        """:func:`display_rating` of the ordinal."""
+        return display_rating(self.ordinal)
 
 
 #: built once: an ``in_()`` built per query leaves cyclic garbage (``app.db.tables.in_list``)
@@ -81,8 +135,19 @@ _MARK_RATED = update(marks_t).where(marks_t.c.match_id == bindparam("m_id"))
 #: the SET values ``mu``, ``sigma``, ``ordinal``, ``updated_at`` come with the parameters
 _UPDATE_RATING = update(ratings_t).where(
     ratings_t.c.player_id == bindparam("pid"), ratings_t.c.game == bindparam("g")).values(
-    matches=ratings_t.c.matches + 1, wins=ratings_t.c.wins + bindparam("won"))
+    matches=ratings_t.c.matches + 1, wins=ratings_t.c.wins + bindparam("won"),
+    weighted_matches=ratings_t.c.weighted_matches + bindparam("w"))
 _INSERT_CHANGES = changes_t.insert()
+_LOBBY_RATED = select(lobbies_t.c.rated).where(lobbies_t.c.id == bindparam("lobby_id"))
+_ACCOUNTS_OF = select(func.count()).select_from(accounts_t).where(in_list(accounts_t.c.player_id, "ids"))
+_mine, _theirs = changes_t.alias("mine"), changes_t.alias("theirs")
+#: rated matches each pair of ``ids`` played together since ``since`` (the repeated-opponent rule)
+_PAIRS = (select(_mine.c.player_id, _theirs.c.player_id.label("other"), func.count().label("n"))
+          .select_from(_mine.join(_theirs, and_(_mine.c.match_id == _theirs.c.match_id,
+                                                _mine.c.player_id < _theirs.c.player_id)))
+          .where(in_list(_mine.c.player_id, "ids_a"), in_list(_theirs.c.player_id, "ids_b"),
+                 _mine.c.created_at >= bindparam("since"), _mine.c.match_id != bindparam("this_match"))
+          .group_by(_mine.c.player_id, _theirs.c.player_id))
 
 
 @dataclass(frozen=True)
@@ -105,13 +170,48 @@ def _model():
     return PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
 
 
-def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float) -> int | None:
+def is_rated(conn: Connection, match: Mapping[str, Any]) -> bool:
+    """Whether ``match`` may change ratings: its lobby is ``rated`` and every seat is a distinct
+    human with an account (so guests and bots never move an account's rating)."""
+    seats = list(match.get("seats") or [])
+    if not match.get("lobby_id") or len(seats) < 2:
+        return False
+    if not conn.execute(_LOBBY_RATED, {"lobby_id": match["lobby_id"]}).scalar():
+        return False
+    ids = [s.get("player_id") for s in seats]
+    if any(s.get("bot") or not s.get("player_id") for s in seats) or len(set(ids)) != len(ids):
+        return False
+    return int(conn.execute(_ACCOUNTS_OF, {"ids": ids}).scalar_one()) == len(ids)
+
+
+def repeat_weights(conn: Connection, match_id: str, ids: list[str], now: float,
+                   rules: RatingRules) -> dict[str, float]:
+    """``{player: weight}`` of the repeated-opponent rule: per player, the mean over its opponents
+    of ``rules.pair_weight(rated matches the two played together in the window before this one)``.
+    Run after the players' rating rows are locked, so two matches of a pair ending at once count
+    each other."""
+    if rules.repeat_limit <= 0:
+        return {pid: 1.0 for pid in ids}
+    earlier: dict[tuple[str, str], int] = {}
+    for row in conn.execute(_PAIRS, {"ids_a": ids, "ids_b": ids, "since": now - rules.repeat_window_seconds,
+                                     "this_match": match_id}):
+        earlier[(row.player_id, row.other)] = int(row.n)
+    out = {}
+    for pid in ids:
+        others = [o for o in ids if o != pid]
+        out[pid] = sum(rules.pair_weight(earlier.get((min(pid, o), max(pid, o)), 0)) for o in others) / len(others)
+    return out
+
+
+def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float,
+                    rules: RatingRules = DEFAULT_RULES) -> int | None:
     """The transaction of :meth:`RatingsRepository.rate_match` (same result) on a sync
     connection inside a transaction the caller begins and ends: the ``match_ratings`` marker
-    (``ON CONFLICT DO NOTHING``: None if it was there), and only if it took, the default rows of
-    new players, their current ratings (Postgres: ``FOR UPDATE``, so two matches of one player
-    ending together chain), the new ratings, one ``rating_changes`` row per player and the
-    marker's count."""
+    (``ON CONFLICT DO NOTHING``: None if it was there), and only if it took and the match is rated
+    (:func:`is_rated`), the default rows of new players, their current ratings (Postgres: ``FOR
+    UPDATE``, so two matches of one player ending together chain), the repeated-opponent weights
+    (:func:`repeat_weights`), the new ratings (openskill's change times the weight), one
+    ``rating_changes`` row per player and the marker's count."""
     dialect = conn.dialect.name
     inserts = _INSERTS[dialect]
     res = conn.execute(inserts.marker, {"match_id": match["id"], "rated": 0, "rated_at": now})
@@ -119,7 +219,7 @@ def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float) -> i
         return None
     ranks = match_ranks(match) if match["status"] == "finished" else None
     seats = list(match.get("seats") or [])
-    if ranks is None or len(seats) != len(ranks):
+    if ranks is None or len(seats) != len(ranks) or not is_rated(conn, match):
         return 0
     humans: dict[str, int] = {}  # player -> its first seat (one rating change per player)
     for seat, info in enumerate(seats):
@@ -132,7 +232,8 @@ def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float) -> i
     ids = sorted(humans)
     conn.execute(inserts.ratings, [
         {"player_id": pid, "game": game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
-         "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "updated_at": now}
+         "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "matches": 0, "wins": 0, "weighted_matches": 0.0,
+         "updated_at": now}
         for pid in ids])
     # Postgres: two matches of one player ending together: one waits
     q = _RATINGS_LOCKED if dialect == "postgresql" else _RATINGS_ORDERED
@@ -147,16 +248,19 @@ def rate_match_sync(conn: Connection, match: Mapping[str, Any], now: float) -> i
         else:  # a bot, an empty seat or a second seat of the same player: the default
             teams.append([model.rating()])
     new = model.rate(teams, ranks=[float(r) for r in ranks])
+    weights = repeat_weights(conn, match["id"], ids, now, rules)
     best = min(ranks)
     rating_rows, change_rows = [], []
     for pid, seat in humans.items():
-        before, after = current[pid], new[seat][0]
-        rating_rows.append({"pid": pid, "g": game, "won": 1 if ranks[seat] == best else 0, "mu": after.mu,
-                            "sigma": after.sigma, "ordinal": ordinal(after.mu, after.sigma), "updated_at": now})
+        before, computed, w = current[pid], new[seat][0], weights[pid]
+        mu = before.mu + w * (computed.mu - before.mu)
+        sigma = before.sigma + w * (computed.sigma - before.sigma)
+        rating_rows.append({"pid": pid, "g": game, "won": 1 if ranks[seat] == best else 0, "w": w, "mu": mu,
+                            "sigma": sigma, "ordinal": ordinal(mu, sigma), "updated_at": now})
         change_rows.append({
             "match_id": match["id"], "player_id": pid, "game": game, "seat": seat, "rank": ranks[seat],
-            "mu_before": before.mu, "sigma_before": before.sigma, "mu_after": after.mu,
-            "sigma_after": after.sigma, "ordinal_after": ordinal(after.mu, after.sigma),
+            "mu_before": before.mu, "sigma_before": before.sigma, "mu_after": mu,
+            "sigma_after": sigma, "ordinal_after": ordinal(mu, sigma), "weight": w,
             "created_at": now})
     conn.execute(_UPDATE_RATING, rating_rows)
     conn.execute(_INSERT_CHANGES, change_rows)
@@ -170,9 +274,11 @@ class RatingsRepository:
     ``writer``: SQLite's log committer (``Repository.log_committer``), through which
     :meth:`rate_match` writes; None: every transaction on the engine (Postgres; readers)."""
 
-    def __init__(self, engine: AsyncEngine, *, writer: SqliteLogCommitter | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, *, writer: SqliteLogCommitter | None = None,
+                 rules: RatingRules = DEFAULT_RULES) -> None:
         self.engine = engine
         self.writer = writer
+        self.rules = rules
 
     # -- the matchmaker's interface -------------------------------------------------------------
     async def rating(self, player_id: str, game: str) -> Rating:
@@ -188,7 +294,7 @@ class RatingsRepository:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(_RATINGS_OF, {"game": game, "ids": ids})).all()
         for r in rows:
-            out[r.player_id] = Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins)
+            out[r.player_id] = Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins, r.weighted_matches)
         return out
 
     # -- rating a match, exactly once ---------------------------------------------------------------
@@ -209,9 +315,9 @@ class RatingsRepository:
             return None
         now = time.time()
         if self.writer is not None:
-            return await self.writer.run(partial(rate_match_sync, match=match, now=now))
+            return await self.writer.run(partial(rate_match_sync, match=match, now=now, rules=self.rules))
         async with self.engine.begin() as conn:
-            return await conn.run_sync(rate_match_sync, match, now)
+            return await conn.run_sync(rate_match_sync, match, now, self.rules)
 
     async def unrated_matches(self, limit: int = 200) -> list[dict[str, Any]]:
         """Ended matches (finished or aborted) that have no ``match_ratings`` marker yet, oldest first."""
@@ -240,22 +346,34 @@ class RatingsRepository:
                 .join(players_t, players_t.c.id == ratings_t.c.player_id)
                 .outerjoin(accounts_t, accounts_t.c.player_id == ratings_t.c.player_id))
 
-    @staticmethod
-    def _better(game: str, ordinal_: float, player_id: str):
-        """Rows ranked above ``(ordinal_, player_id)``: a higher ordinal, or the same and a smaller id."""
-        return and_(ratings_t.c.game == game, ratings_t.c.matches > 0,
+    def _listed(self):
+        """Ratings that are on the leaderboard: not provisional (weighted matches reach
+        ``rules.provisional_matches``; a float sum of weights, so with a tolerance)."""
+        return and_(ratings_t.c.matches > 0,
+                    ratings_t.c.weighted_matches >= self.rules.provisional_matches - 1e-6)
+
+    def provisional(self, rating: Rating | Mapping[str, Any]) -> bool:
+        """Whether a rating is provisional (too few weighted matches for the leaderboard)."""
+        weighted = rating["weighted_matches"] if isinstance(rating, Mapping) else rating.weighted_matches
+        return float(weighted) < self.rules.provisional_matches - 1e-6
+
+    def _better(self, game: str, ordinal_: float, player_id: str):
+        """Listed rows ranked above ``(ordinal_, player_id)``: a higher ordinal, or the same and a
+        smaller id."""
+        return and_(ratings_t.c.game == game, self._listed(),
                     or_(ratings_t.c.ordinal > ordinal_,
                         and_(ratings_t.c.ordinal == ordinal_, ratings_t.c.player_id < player_id)))
 
     async def leaderboard(self, game: str, *, limit: int, cursor: str | None = None,
                           me: str | None = None) -> dict[str, Any]:
-        """One page of ``game``'s leaderboard: players with at least one rated match, by ordinal
-        (highest first; ties by player id). ``cursor``: from the previous page (raises
-        :class:`app.db.paging.BadCursor`). Returns ``{items, next_cursor, me}``; each item is a
-        ratings row with ``name``, ``role``, ``username`` and its 1-based ``rank`` at read time;
-        ``me`` is the asking player's row (or None)."""
+        """One page of ``game``'s leaderboard: players whose rating is not provisional
+        (:meth:`provisional`), by ordinal (highest first; ties by player id). ``cursor``: from the
+        previous page (raises :class:`app.db.paging.BadCursor`). Returns ``{items, next_cursor,
+        me}``; each item is a ratings row with ``name``, ``role``, ``username`` and its 1-based
+        ``rank`` at read time; ``me`` is the asking player's row (or None if never rated here), with
+        ``rank`` None while provisional."""
         kind = f"leaderboard:{game}"
-        q = (self._board().where(ratings_t.c.game == game, ratings_t.c.matches > 0)
+        q = (self._board().where(ratings_t.c.game == game, self._listed())
              .order_by(ratings_t.c.ordinal.desc(), ratings_t.c.player_id).limit(limit + 1))
         if cursor is not None:
             c_ord, c_id = decode_cursor(kind, cursor, (float, str))
@@ -277,8 +395,9 @@ class RatingsRepository:
                                                             ratings_t.c.matches > 0))).first()
                 if r is not None:
                     mine = dict(r._mapping)
-                    mine["rank"] = 1 + (await conn.execute(select(func.count()).select_from(ratings_t).where(
-                        self._better(game, mine["ordinal"], me)))).scalar_one()
+                    mine["rank"] = None if self.provisional(mine) else 1 + (await conn.execute(
+                        select(func.count()).select_from(ratings_t).where(
+                            self._better(game, mine["ordinal"], me)))).scalar_one()
         last = rows[-1] if rows else None
         next_cursor = encode_cursor(kind, [last["ordinal"], last["player_id"]]) if more and last else None
         return {"items": rows, "next_cursor": next_cursor, "me": mine}
@@ -288,7 +407,7 @@ class RatingsRepository:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(select(ratings_t).where(ratings_t.c.player_id == player_id,
                                                                ratings_t.c.matches > 0))).all()
-        return {r.game: Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins) for r in rows}
+        return {r.game: Rating(r.mu, r.sigma, r.ordinal, r.matches, r.wins, r.weighted_matches) for r in rows}
 
     async def recent_matches(self, player_id: str, limit: int = 10) -> list[dict[str, Any]]:
         """The player's last ``limit`` rated matches, newest first: its rating change with the

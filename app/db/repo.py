@@ -4,27 +4,96 @@ from __future__ import annotations
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, func, insert, or_, select, text, update
+from sqlalchemy import Integer, Table, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.db.models import PlayerToken
 from app.db.paging import decode_cursor, encode_cursor
 from app.db.sqlite_log import FENCE_CHUNK, SqliteLogCommitter, fence_sql, json_text
-from app.db.tables import actions_t, in_list, lobbies_t, matches_t, players_t, seats_t
+from app.db.tables import accounts_t, actions_t, in_list, lobbies_t, matches_t, players_t, seats_t
 
 tokens_t = cast(Table, PlayerToken.__table__)
+
+#: Work done in the transaction that inserts a match, with that transaction's connection and the
+#: match row (``MatchManager.on_match_insert``: the specials' lifetimes are reserved there).
+MatchInsertHook = Callable[[AsyncConnection, dict[str, Any]], Awaitable[Any]]
 
 # Queries with ``IN (...)`` lists, built once (an ``in_()`` built per query leaves cyclic garbage:
 # ``app.db.tables.in_list``).
 _PLAYERS_BY_ID = select(players_t).where(in_list(players_t.c.id, "ids"))
-_PLAYER_NAMES = select(players_t.c.id, players_t.c.name).where(in_list(players_t.c.id, "ids"))
-_PLAYER_ROLES = select(players_t.c.id, players_t.c.name, players_t.c.role).where(in_list(players_t.c.id, "ids"))
+#: what a lobby seat shows of its player: id, name, role, and the account's username (None: a guest)
+_PLAYER_ROLES = (select(players_t.c.id, players_t.c.name, players_t.c.role, accounts_t.c.username)
+                 .select_from(players_t.outerjoin(accounts_t, accounts_t.c.player_id == players_t.c.id))
+                 .where(in_list(players_t.c.id, "ids")))
 _SEATS_OF_LOBBIES = select(seats_t).where(in_list(seats_t.c.lobby_id, "lobby_ids")).order_by(seats_t.c.seat)
 _FREE_SEATS = (update(seats_t).where(seats_t.c.lobby_id == bindparam("p_lobby"), in_list(seats_t.c.seat, "p_seats"))
                .values(player_id=None, bot=None, loadout=None))
+
+# The statements of the lobby routes, built once: each execution then finds its compiled form by
+# the statement's cache key instead of building the expression again (``docs/decisions.md``,
+# "Making a match"). Bound parameters of an UPDATE are named ``p_*`` (a column's name would be taken
+# for a SET value).
+_PLAYER_BY_TOKEN = select(players_t).where(players_t.c.token_hash == bindparam("p_hash"))
+_PLAYER_BY_SIGN_IN_TOKEN = (select(players_t).join(tokens_t, tokens_t.c.player_id == players_t.c.id)
+                            .where(tokens_t.c.token_hash == bindparam("p_hash")))
+_LOBBY_STATUS = select(lobbies_t.c.status).where(lobbies_t.c.id == bindparam("p_lobby"))
+#: a lobby's seats in seat order, each with what the lobby shows of its player (none for a free seat)
+_SEATS_WITH_PLAYERS = (
+    select(seats_t, players_t.c.name, players_t.c.role, accounts_t.c.username)
+    .select_from(seats_t.outerjoin(players_t, players_t.c.id == seats_t.c.player_id)
+                 .outerjoin(accounts_t, accounts_t.c.player_id == seats_t.c.player_id))
+    .where(seats_t.c.lobby_id == bindparam("p_lobby")).order_by(seats_t.c.seat))
+_SEAT_COLUMNS = tuple(c.name for c in seats_t.c)
+#: a lobby with its seats and their players in one statement (a row per seat; a lobby without a
+#: seat row still gives one row, its seat columns NULL)
+_LOBBY_WITH_SEATS = (
+    select(lobbies_t, *(seats_t.c[k] for k in _SEAT_COLUMNS if k != "lobby_id"),
+           players_t.c.name.label("seat_player_name"), players_t.c.role.label("seat_player_role"),
+           accounts_t.c.username.label("seat_player_username"))
+    .select_from(lobbies_t.outerjoin(seats_t, seats_t.c.lobby_id == lobbies_t.c.id)
+                 .outerjoin(players_t, players_t.c.id == seats_t.c.player_id)
+                 .outerjoin(accounts_t, accounts_t.c.player_id == seats_t.c.player_id))
+    .where(lobbies_t.c.id == bindparam("p_lobby")).order_by(seats_t.c.seat))
+_LOBBY_COLUMNS = tuple(c.name for c in lobbies_t.c)
+_free_seats = seats_t.alias("free_seats")
+_seated = seats_t.alias("seated")
+#: a join in one statement: the asked seat (or the first free one) taken if it is free and the player
+#: holds no seat of the lobby yet; no row changed sends the join to the reading path
+_JOIN_FREE_SEAT = (
+    update(seats_t)
+    .where(seats_t.c.lobby_id == bindparam("p_lobby"),
+           seats_t.c.seat == func.coalesce(
+               bindparam("p_seat", type_=Integer),
+               select(func.min(_free_seats.c.seat))
+               .where(_free_seats.c.lobby_id == bindparam("p_lobby"), _free_seats.c.player_id.is_(None),
+                      _free_seats.c.bot.is_(None)).scalar_subquery()),
+           seats_t.c.player_id.is_(None), seats_t.c.bot.is_(None),
+           ~select(_seated.c.seat).where(_seated.c.lobby_id == bindparam("p_lobby"),
+                                         _seated.c.player_id == bindparam("p_player")).exists())
+    .values(player_id=bindparam("p_player"), bot=None, loadout=bindparam("p_loadout")))
+#: the lock of :meth:`Repository._locked_open_lobby`: a no-op change of an open lobby, returning its row
+_LOCK_OPEN_LOBBY = (update(lobbies_t).where(lobbies_t.c.id == bindparam("p_lobby"), lobbies_t.c.status == "open")
+                    .values(status=lobbies_t.c.status).returning(*lobbies_t.c))
+#: the lock of a start: the open lobby marked started with its match (committed with the match)
+_START_OPEN_LOBBY = (update(lobbies_t).where(lobbies_t.c.id == bindparam("p_lobby"), lobbies_t.c.status == "open")
+                     .values(status="started", match_id=bindparam("p_match")).returning(*lobbies_t.c))
+_TAKE_SEAT = (update(seats_t).where(seats_t.c.lobby_id == bindparam("p_lobby"), seats_t.c.seat == bindparam("p_seat"))
+              .values(player_id=bindparam("p_player"), bot=bindparam("p_bot"), loadout=bindparam("p_loadout")))
+_SET_SEAT_LOADOUT = (update(seats_t)
+                     .where(seats_t.c.lobby_id == bindparam("p_lobby"), seats_t.c.seat == bindparam("p_seat"))
+                     .values(loadout=bindparam("p_loadout")))
+_SEAT_BOT = (update(seats_t).where(seats_t.c.lobby_id == bindparam("p_lobby"), seats_t.c.seat == bindparam("p_seat"))
+             .values(player_id=bindparam("p_player"), bot=bindparam("p_bot")))
+_CLOSE_LOBBY = update(lobbies_t).where(lobbies_t.c.id == bindparam("p_lobby")).values(status="closed")
+_MARK_STARTED = (update(lobbies_t).where(lobbies_t.c.id == bindparam("p_lobby"))
+                 .values(status="started", match_id=bindparam("p_match")))
+_INSERT_PLAYER = insert(players_t)
+_INSERT_LOBBY = insert(lobbies_t)
+_INSERT_SEAT = insert(seats_t)
+_INSERT_MATCH = insert(matches_t)
 
 
 @dataclass(slots=True)
@@ -126,17 +195,16 @@ class Repository:
     async def create_player(self, player_id: str, name: str, role: str, token_hash: str) -> dict[str, Any]:
         row = {"id": player_id, "name": name, "role": role, "token_hash": token_hash, "created_at": time.time()}
         async with self.engine.begin() as conn:
-            await conn.execute(insert(players_t), row)
+            await conn.execute(_INSERT_PLAYER, row)
         return row
 
     async def player_by_token_hash(self, token_hash: str) -> dict[str, Any] | None:
         """The player whose first token (``players.token_hash``) or one of whose sign-in tokens
         (``player_tokens``, :mod:`app.db.accounts`) hashes to ``token_hash``."""
         async with self.engine.connect() as conn:
-            r = (await conn.execute(select(players_t).where(players_t.c.token_hash == token_hash))).first()
+            r = (await conn.execute(_PLAYER_BY_TOKEN, {"p_hash": token_hash})).first()
             if r is None:
-                r = (await conn.execute(select(players_t).join(tokens_t, tokens_t.c.player_id == players_t.c.id)
-                                        .where(tokens_t.c.token_hash == token_hash))).first()
+                r = (await conn.execute(_PLAYER_BY_SIGN_IN_TOKEN, {"p_hash": token_hash})).first()
         return _row(r)
 
     async def set_token_hash(self, player_id: str, token_hash: str) -> None:
@@ -149,6 +217,16 @@ class Repository:
             r = (await conn.execute(select(players_t).where(players_t.c.id == player_id))).first()
         return _row(r)
 
+    async def seat_players(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """What lobby seats show of these players: ``{id: {id, name, role, username}}`` (``username``
+        None for a guest or a bot), one query."""
+        ids = list(set(ids))
+        if not ids:
+            return {}
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(_PLAYER_ROLES, {"ids": ids})).all()
+        return {r.id: dict(r._mapping) for r in rows}
+
     async def players(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(set(ids))
         if not ids:
@@ -159,26 +237,46 @@ class Repository:
 
     # -- lobbies ---------------------------------------------------------------------------
     async def create_lobby(self, lobby: dict[str, Any], host_id: str,
-                           host_loadout: Sequence[str] | None = None) -> None:
-        """Insert a lobby with the host in seat 0 (with ``host_loadout``, Conquest specials it brings)."""
+                           host_loadout: Sequence[str] | None = None, *,
+                           host_username: bool = False) -> str | None:
+        """Insert a lobby with the host in seat 0 (with ``host_loadout``, Conquest specials it brings).
+        With ``host_username``, the host's account username is read first in the same transaction
+        and returned (None: a guest); otherwise returns None."""
         async with self.engine.begin() as conn:
-            await conn.execute(insert(lobbies_t), lobby)
+            username = None
+            if host_username:
+                found = (await conn.execute(_PLAYER_ROLES, {"ids": [host_id]})).first()
+                username = found.username if found is not None else None
+            await conn.execute(_INSERT_LOBBY, lobby)
             await conn.execute(
-                insert(seats_t),
+                _INSERT_SEAT,
                 [{"lobby_id": lobby["id"], "seat": s, "player_id": host_id if s == 0 else None, "bot": None,
                   "loadout": list(host_loadout) if s == 0 and host_loadout else None}
                  for s in range(lobby["seat_count"])],
             )
+        return username
 
     async def lobby(self, lobby_id: str) -> dict[str, Any] | None:
+        """The lobby with its ``seats`` and, under ``players``, the public rows of its seated players
+        (``id, name, role, username``): two statements on one connection. None: no such lobby."""
         async with self.engine.connect() as conn:
-            r = (await conn.execute(select(lobbies_t).where(lobbies_t.c.id == lobby_id))).first()
-            if r is None:
-                return None
-            lobby = dict(r._mapping)
-            seats = (await conn.execute(
-                select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
-        lobby["seats"] = [dict(s._mapping) for s in seats]
+            rows = (await conn.execute(_LOBBY_WITH_SEATS, {"p_lobby": lobby_id})).all()
+        if not rows:
+            return None
+        first = rows[0]._mapping
+        lobby = {k: first[k] for k in _LOBBY_COLUMNS}
+        seats: list[dict[str, Any]] = []
+        players: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            if r.seat is None:  # no seat row
+                continue
+            seats.append({"lobby_id": lobby_id, "seat": r.seat, "player_id": r.player_id, "bot": r.bot,
+                          "loadout": r.loadout})
+            if r.player_id is not None:
+                players[r.player_id] = {"id": r.player_id, "name": r.seat_player_name, "role": r.seat_player_role,
+                                        "username": r.seat_player_username}
+        lobby["seats"] = seats
+        lobby["players"] = players
         return lobby
 
     async def lobbies(self, status: str | None = "open", game: str | None = None,
@@ -216,44 +314,49 @@ class Repository:
         return rows, next_cursor
 
     @asynccontextmanager
-    async def _locked_open_lobby(self, lobby_id: str) -> AsyncIterator[tuple[AsyncConnection, dict[str, Any]]]:
+    async def _locked_open_lobby(self, lobby_id: str, start_match: str | None = None, *, read_seats: bool = True
+                                 ) -> AsyncIterator[tuple[AsyncConnection, dict[str, Any]]]:
         """One transaction holding the lobby's row lock, for a lobby that is ``open`` in it.
 
-        The first statement is a conditional ``UPDATE lobbies … WHERE status = 'open'`` (a no-op
-        change): on Postgres it takes the row lock (a concurrent one waits, then re-checks the status),
-        on SQLite it takes the database's write lock before anything is read, so every join, leave,
-        bot fill and start of one lobby is serialised and sees the status it acts on.
+        The first statement is a conditional ``UPDATE lobbies … WHERE status = 'open' RETURNING *``
+        (a no-op change, or with ``start_match`` the lobby marked ``started`` with that match id,
+        committed with the match or rolled back with it): on Postgres it takes the row lock (a
+        concurrent one waits, then re-checks the status), on SQLite it takes the database's write
+        lock before anything is read, so every join, leave, bot fill and start of one lobby is
+        serialised and sees the status it acts on. It returns the lobby's row; its seats with their
+        players are read next (:meth:`_seats_in`; not with ``read_seats`` False), in the transaction.
         Raises :class:`LobbyRefused` ``not_found`` or ``lobby_not_open``.
         """
         async with self.engine.begin() as conn:
-            res = await conn.execute(
-                update(lobbies_t).where(lobbies_t.c.id == lobby_id, lobbies_t.c.status == "open")
-                .values(status=lobbies_t.c.status))
-            if res.rowcount != 1:
-                r = (await conn.execute(select(lobbies_t.c.status).where(lobbies_t.c.id == lobby_id))).first()
+            if start_match is None:
+                res = await conn.execute(_LOCK_OPEN_LOBBY, {"p_lobby": lobby_id})
+            else:
+                res = await conn.execute(_START_OPEN_LOBBY, {"p_lobby": lobby_id, "p_match": start_match})
+            row = res.first()
+            if row is None:
+                r = (await conn.execute(_LOBBY_STATUS, {"p_lobby": lobby_id})).first()
                 if r is None:
                     raise LobbyRefused("not_found", "lobby not found")
                 raise LobbyRefused("lobby_not_open", f"the lobby is {r.status}")
-            lobby = await self._lobby_in(conn, lobby_id)
-            assert lobby is not None  # locked and open just above
+            lobby = dict(row._mapping)
+            if read_seats:
+                await self._seats_in(conn, lobby)
             yield conn, lobby
 
     @staticmethod
-    async def _lobby_in(conn: AsyncConnection, lobby_id: str) -> dict[str, Any] | None:
-        """The lobby with its ``seats`` and, under ``players``, the public rows (``id, name, role``)
-        of its seated players, read in the caller's transaction (so a route can answer without
-        another read after the commit)."""
-        r = (await conn.execute(select(lobbies_t).where(lobbies_t.c.id == lobby_id))).first()
-        if r is None:
-            return None
-        lobby = dict(r._mapping)
-        seats = (await conn.execute(
-            select(seats_t).where(seats_t.c.lobby_id == lobby_id).order_by(seats_t.c.seat))).all()
-        lobby["seats"] = [dict(s._mapping) for s in seats]
-        ids = [s["player_id"] for s in lobby["seats"] if s["player_id"]]
-        rows = (await conn.execute(_PLAYER_ROLES, {"ids": ids})).all() if ids else []
-        lobby["players"] = {p.id: dict(p._mapping) for p in rows}
-        return lobby
+    async def _seats_in(conn: AsyncConnection, lobby: dict[str, Any]) -> None:
+        """Set the lobby's ``seats`` (in seat order) and, under ``players``, the public rows (``id,
+        name, role, username``) of its seated players: one statement in the caller's transaction (so
+        a route can answer without another read after the commit)."""
+        seats: list[dict[str, Any]] = []
+        players: dict[str, dict[str, Any]] = {}
+        for r in (await conn.execute(_SEATS_WITH_PLAYERS, {"p_lobby": lobby["id"]})).all():
+            m = r._mapping
+            seats.append({k: m[k] for k in _SEAT_COLUMNS})
+            if r.player_id is not None:
+                players[r.player_id] = {"id": r.player_id, "name": r.name, "role": r.role, "username": r.username}
+        lobby["seats"] = seats
+        lobby["players"] = players
 
     async def join_lobby(self, lobby_id: str, player_id: str, seat: int | None = None,
                          loadout: Sequence[str] | None = None) -> dict[str, Any]:
@@ -266,18 +369,30 @@ class Repository:
         enforced by the unique index ``uq_lobby_seats_player``. Raises :class:`LobbyRefused`
         ``not_found``, ``lobby_not_open``, ``bad_seat``, ``no_free_seat``.
         """
+        # the answer is the lobby read under the lock with this transaction's change applied: nothing
+        # else changes a seat of it while the lock is held, so it needs no read after the change
         try:
-            async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+            async with self._locked_open_lobby(lobby_id, read_seats=False) as (conn, lobby):
+                taken = list(loadout) if loadout else None
+                if seat is None or 0 <= seat < lobby["seat_count"]:
+                    # the usual join first: one conditional UPDATE (a free seat, the player not seated
+                    # yet), then the seats read once, the player in them
+                    res = await conn.execute(_JOIN_FREE_SEAT, {"p_lobby": lobby_id, "p_seat": seat,
+                                                               "p_player": player_id, "p_loadout": taken})
+                    if res.rowcount == 1:
+                        await self._seats_in(conn, lobby)
+                        return lobby
+                # seated already, no free seat, no such seat: decided from the seats as read here
+                await self._seats_in(conn, lobby)
                 mine = [s["seat"] for s in lobby["seats"] if s["player_id"] == player_id]
                 if mine:
                     if not loadout:
                         return lobby
-                    await conn.execute(
-                        update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == mine[0])
-                        .values(loadout=list(loadout)))
-                    out = await self._lobby_in(conn, lobby_id)
-                    assert out is not None
-                    return out
+                    await conn.execute(_SET_SEAT_LOADOUT, {"p_lobby": lobby_id, "p_seat": mine[0],
+                                                           "p_loadout": list(loadout)})
+                    lobby["seats"] = [{**s, "loadout": list(loadout)} if s["seat"] == mine[0] else s
+                                      for s in lobby["seats"]]
+                    return lobby
                 if seat is not None and not 0 <= seat < lobby["seat_count"]:
                     raise LobbyRefused("bad_seat", "no such seat")
                 free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
@@ -285,12 +400,12 @@ class Repository:
                     free = [seat] if seat in free else []
                 if not free:
                     raise LobbyRefused("no_free_seat", "no free seat" if seat is None else "that seat is taken")
-                await conn.execute(
-                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == free[0])
-                    .values(player_id=player_id, bot=None, loadout=list(loadout) if loadout else None))
-                out = await self._lobby_in(conn, lobby_id)
-                assert out is not None
-                return out
+                # a free seat the UPDATE above did not take (a seat freed since, by a writer that
+                # bypassed the lobby's lock): taken as the join always did
+                await conn.execute(_TAKE_SEAT, {"p_lobby": lobby_id, "p_seat": free[0], "p_player": player_id,
+                                                "p_bot": None, "p_loadout": taken})
+                await self._seats_in(conn, lobby)
+                return lobby
         except IntegrityError:
             # The unique index refused a second seat: only possible if the lock above was bypassed
             # (another writer); the answer is the same as for an already seated player.
@@ -308,13 +423,15 @@ class Repository:
             if not mine:
                 raise LobbyRefused("not_seated", "you have no seat in this lobby")
             if lobby["host_id"] == player_id:
-                await conn.execute(update(lobbies_t).where(lobbies_t.c.id == lobby_id).values(status="closed"))
+                await conn.execute(_CLOSE_LOBBY, {"p_lobby": lobby_id})
+                lobby["status"] = "closed"
             else:
                 # the next player brings their own loadout
                 await conn.execute(_FREE_SEATS, {"p_lobby": lobby_id, "p_seats": mine})
-            out = await self._lobby_in(conn, lobby_id)
-            assert out is not None
-            return out
+                lobby["seats"] = [{**s, "player_id": None, "bot": None, "loadout": None} if s["seat"] in mine else s
+                                  for s in lobby["seats"]]
+                lobby["players"].pop(player_id, None)
+            return lobby  # as changed above (the lock keeps every other change out)
 
     async def fill_lobby_bots(self, lobby_id: str, kind: str, count: int | None,
                               make_bot: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
@@ -324,46 +441,60 @@ class Repository:
         ``lobby_not_open``."""
         async with self._locked_open_lobby(lobby_id) as (conn, lobby):
             free = [s["seat"] for s in lobby["seats"] if s["player_id"] is None and s["bot"] is None]
-            for seat in free[: count or len(free)]:
-                bot = make_bot(seat)
-                await conn.execute(insert(players_t), bot)
-                await conn.execute(
-                    update(seats_t).where(seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat)
-                    .values(player_id=bot["id"], bot=kind))
-            out = await self._lobby_in(conn, lobby_id)
-            assert out is not None
-            return out
+            bots = {seat: make_bot(seat) for seat in free[: count or len(free)]}
+            if bots:  # one statement for the bots' rows, one for their seats
+                await conn.execute(_INSERT_PLAYER, list(bots.values()))
+                await conn.execute(_SEAT_BOT, [{"p_lobby": lobby_id, "p_seat": seat, "p_player": bot["id"],
+                                                "p_bot": kind} for seat, bot in bots.items()])
+            lobby["seats"] = [{**s, "player_id": bots[s["seat"]]["id"], "bot": kind} if s["seat"] in bots else s
+                              for s in lobby["seats"]]
+            for bot in bots.values():
+                lobby["players"][bot["id"]] = {"id": bot["id"], "name": bot["name"], "role": bot["role"],
+                                               "username": None}
+            return lobby  # as changed above (the lock keeps every other change out)
 
     async def start_lobby_match(self, lobby_id: str,
                                 build: Callable[[list[dict[str, Any]]], dict[str, Any]],
-                                check: Callable[[list[dict[str, Any]]], None] | None = None) -> dict[str, Any]:
+                                check: Callable[[list[dict[str, Any]]], None] | None = None,
+                                also: "MatchInsertHook | None" = None,
+                                match_id: str | None = None) -> dict[str, Any]:
         """Start a lobby's match in one transaction under the lobby's lock: read the seats, call
         ``check(lobby_seats)`` (the seat rows as locked; it raises :class:`LobbyRefused` to refuse,
         e.g. when they no longer are what the caller computed the match's options from), call
         ``build(seats)`` (by seat, ``{"player_id", "name", "bot"}``) for the match row, insert it and
-        mark the lobby ``started`` with its ``match_id``. A leave or join that won the race is seen
-        here; one that lost it finds the lobby started. Returns the inserted match.
-        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``, ``seats_empty``, or ``check``'s."""
-        async with self._locked_open_lobby(lobby_id) as (conn, lobby):
+        mark the lobby ``started`` with its ``match_id``, then await ``also(conn, match)`` in the same
+        transaction (the specials' lifetimes are reserved there, so they and the match commit or roll
+        back together). A leave or join that won the race is seen here; one that lost it finds the
+        lobby started. Returns the inserted match.
+        ``match_id`` (the id ``build`` gives the match): the lock itself marks the lobby started with it
+        (one statement fewer; rolled back with everything else on a refusal).
+        Raises :class:`LobbyRefused` ``not_found``, ``lobby_not_open``, ``seats_empty``, ``check``'s,
+        or what ``also`` raises (nothing is written then)."""
+        async with self._locked_open_lobby(lobby_id, start_match=match_id) as (conn, lobby):
             if any(s["player_id"] is None for s in lobby["seats"]):
                 raise LobbyRefused("seats_empty", "every seat needs a player or a bot")
             if check is not None:
                 check(lobby["seats"])
-            ids = [s["player_id"] for s in lobby["seats"]]
-            names = {r.id: r.name for r in (await conn.execute(_PLAYER_NAMES, {"ids": ids})).all()}
-            seats = [{"player_id": s["player_id"], "name": names.get(s["player_id"], ""), "bot": s["bot"]}
-                     for s in lobby["seats"]]
+            players = lobby["players"]  # the seats' players, read with the seats under the lock
+            seats = [{"player_id": s["player_id"], "name": players[s["player_id"]]["name"]
+                      if s["player_id"] in players else "", "bot": s["bot"]} for s in lobby["seats"]]
             match = build(seats)
-            await conn.execute(insert(matches_t), match)
-            await conn.execute(update(lobbies_t).where(lobbies_t.c.id == lobby_id)
-                               .values(status="started", match_id=match["id"]))
+            await conn.execute(_INSERT_MATCH, match)
+            if match_id is None:
+                await conn.execute(_MARK_STARTED, {"p_lobby": lobby_id, "p_match": match["id"]})
+            elif match["id"] != match_id:
+                raise ValueError(f"build gave match {match['id']!r}, not {match_id!r}")
+            if also is not None:
+                await also(conn, match)
             return match
 
     # -- matches ---------------------------------------------------------------------------
-    async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None) -> None:
-        """Insert a match (and, in the same transaction, mark its lobby started). The creator owns it:
-        ``match`` carries ``owner_epoch`` (1) and ``owner_node``. Raises LookupError if the lobby is
-        no longer open (nothing is inserted then)."""
+    async def create_match(self, match: dict[str, Any], *, lobby_id: str | None = None,
+                           also: "MatchInsertHook | None" = None) -> None:
+        """Insert a match (and, in the same transaction, mark its lobby started and await
+        ``also(conn, match)``). The creator owns it: ``match`` carries ``owner_epoch`` (1) and
+        ``owner_node``. Raises LookupError if the lobby is no longer open, or what ``also`` raises
+        (nothing is inserted then)."""
         async with self.engine.begin() as conn:
             await conn.execute(insert(matches_t), match)
             if lobby_id:
@@ -372,6 +503,8 @@ class Repository:
                     .values(status="started", match_id=match["id"]))
                 if res.rowcount != 1:
                     raise LookupError("lobby is no longer open")
+            if also is not None:
+                await also(conn, match)
 
     async def match(self, match_id: str) -> dict[str, Any] | None:
         async with self.engine.connect() as conn:

@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, Table, bindparam
 
 from app.db.models import (
     Account,
+    IdempotencyKey,
     LedgerEntry,
     Lobby,
     LobbySeat,
@@ -38,6 +39,7 @@ owned_t = cast(Table, OwnedSpecial.__table__)
 ledger_t = cast(Table, LedgerEntry.__table__)
 spins_t = cast(Table, Spin.__table__)
 settlements_t = cast(Table, MatchSettlement.__table__)
+idempotency_t = cast(Table, IdempotencyKey.__table__)
 ratings_t = cast(Table, PlayerRating.__table__)
 changes_t = cast(Table, RatingChange.__table__)
 marks_t = cast(Table, MatchRating.__table__)
@@ -64,6 +66,6 @@ ENDED = matches_t.c.status.in_(("finished", "aborted"))
 __all__ = [
     "ENDED", "in_list",
     "accounts_t", "changes_t", "marks_t", "ratings_t",
-    "actions_t", "ledger_t", "lobbies_t", "matches_t", "owned_t", "players_t", "seats_t", "settlements_t",
-    "spins_t", "wallets_t",
+    "actions_t", "idempotency_t", "ledger_t", "lobbies_t", "matches_t", "owned_t", "players_t", "seats_t",
+    "settlements_t", "spins_t", "wallets_t",
 ]

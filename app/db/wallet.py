@@ -16,6 +16,8 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.db.idempotency import Idempotency, remember
+from app.db.idempotency import claim as claim_key
 from app.db.tables import ENDED, ledger_t, matches_t, owned_t, seats_t, settlements_t, spins_t, wallets_t
 from app.meta.slot import new_seed, prize_for, reels_for
 
@@ -29,6 +31,16 @@ class InsufficientCrystals(Exception):
         super().__init__(f"{needed} crystals needed, {balance} held")
         self.balance = balance
         self.needed = needed
+
+
+class LifetimeSpent(Exception):
+    """A special brought to a match has no match left any more (another match reserved its last
+    one since the loadout was read); nothing was changed. ``player_id``, ``special``."""
+
+    def __init__(self, player_id: str, special: str) -> None:
+        super().__init__(f"{special} of player {player_id} has no match left")
+        self.player_id = player_id
+        self.special = special
 
 
 class SpinContention(Exception):
@@ -140,13 +152,19 @@ class WalletRepository:
         return (await conn.execute(select(owned_t.c.matches_left).where(
             owned_t.c.player_id == player_id, owned_t.c.special == special))).scalar_one()
 
-    async def grant_crystals(self, player_id: str, amount: int, *, actor: str, reason: str) -> int:
+    async def grant_crystals(self, player_id: str, amount: int, *, actor: str, reason: str,
+                             idem: Idempotency | None = None) -> int:
         """Add ``amount`` crystals (negative: take them back) as an audited ``grant`` naming the admin
         ``actor`` and the ``reason``. Returns the new balance. Raises :class:`InsufficientCrystals`
-        if a negative amount would leave less than 0 (nothing changes then)."""
+        if a negative amount would leave less than 0 (nothing changes then). ``idem``: the request's
+        idempotency key (:mod:`app.db.idempotency`): a repeat returns the first balance and grants
+        nothing; raises ``IdempotencyKeyReused``."""
         await self.ensure_wallet(player_id)
         now = time.time()
         async with self.engine.begin() as conn:
+            replayed, stored = await claim_key(conn, idem)
+            if replayed:
+                return int(stored["balance"])
             res = await conn.execute(
                 update(wallets_t).where(wallets_t.c.player_id == player_id, wallets_t.c.crystals + amount >= 0)
                 .values(crystals=wallets_t.c.crystals + amount, updated_at=now))
@@ -156,18 +174,25 @@ class WalletRepository:
                 raise InsufficientCrystals(balance, -amount)
             await self._ledger(conn, player_id, CRYSTALS, "grant", amount, balance, actor=actor,
                                reason=reason, now=now)
+            await remember(conn, idem, {"balance": balance})
         return balance
 
-    async def grant_special(self, player_id: str, special: str, matches: int, *, actor: str, reason: str) -> int:
-        """Give a special for ``matches`` more matches (audited ``grant``). Returns its matches_left."""
+    async def grant_special(self, player_id: str, special: str, matches: int, *, actor: str, reason: str,
+                            idem: Idempotency | None = None) -> int:
+        """Give a special for ``matches`` more matches (audited ``grant``). Returns its matches_left.
+        ``idem``: as for :meth:`grant_crystals` (a repeat returns the first matches_left)."""
         now = time.time()
         async with self.engine.begin() as conn:
+            replayed, stored = await claim_key(conn, idem)
+            if replayed:
+                return int(stored["matches_left"])
             left = await self._add_special(conn, player_id, special, matches, now)
             await self._ledger(conn, player_id, special, "grant", matches, left, actor=actor, reason=reason, now=now)
+            await remember(conn, idem, {"matches_left": left})
         return left
 
     async def play_spin(self, player_id: str, *, price: int, strip: Sequence[str], paytable: Mapping[str, int],
-                        client_seed: str = "") -> dict[str, Any]:
+                        client_seed: str = "", idem: Idempotency | None = None) -> dict[str, Any]:
         """One slot machine spin (conquest.md 5, seed §5.2), in one transaction: lock the player's
         wallet row (a no-op update: a row lock on Postgres, the write lock on SQLite), so concurrent
         spins of one player queue and each uses the commitment its predecessor left; take ``price``
@@ -178,10 +203,15 @@ class WalletRepository:
 
         Returns the spin row plus ``balance`` and ``next_seed_hash``. Raises InsufficientCrystals
         (nothing changed), or :class:`SpinContention` if the conditional update finds the wallet
-        changed under its lock (not expected; nothing changed)."""
+        changed under its lock (not expected; nothing changed). ``idem``: the request's idempotency
+        key (:mod:`app.db.idempotency`, taken first in the transaction): a repeat returns the first
+        spin's answer and spends nothing; raises ``IdempotencyKeyReused``."""
         await self.ensure_wallet(player_id)
         now = time.time()
         async with self.engine.begin() as conn:
+            replayed, stored = await claim_key(conn, idem)
+            if replayed:
+                return dict(stored)
             await conn.execute(update(wallets_t).where(wallets_t.c.player_id == player_id).values(updated_at=now))
             w = (await conn.execute(select(wallets_t).where(wallets_t.c.player_id == player_id))).one()
             if w.crystals < price:
@@ -207,7 +237,9 @@ class WalletRepository:
                 left = await self._add_special(conn, player_id, prize["special"], prize["matches"], now)
                 await self._ledger(conn, player_id, prize["special"], "prize", prize["matches"], left,
                                    ref=spin["id"], now=now)
-        return {**spin, "balance": balance, "next_seed_hash": next_hash}
+            answer = {**spin, "balance": balance, "next_seed_hash": next_hash}
+            await remember(conn, idem, answer)
+        return answer
 
     async def set_seat_loadout(self, lobby_id: str, seat: int, player_id: str, loadout: Sequence[str]) -> bool:
         """Store the loadout of a seat, only if ``player_id`` still sits there. Returns whether it did."""
@@ -216,6 +248,73 @@ class WalletRepository:
                 seats_t.c.lobby_id == lobby_id, seats_t.c.seat == seat, seats_t.c.player_id == player_id)
                 .values(loadout=list(loadout)))
         return res.rowcount == 1
+
+    # -- reserving and settling lifetimes ----------------------------------------------------
+    async def reserve_lifetimes(self, conn: AsyncConnection, match: Mapping[str, Any]) -> int:
+        """Reserve one match of every special each player brings to ``match`` (its row as inserted:
+        ``options.loadouts``, ``seats``), in the caller's transaction, the one that inserts the match
+        (conquest.md 5, seed §5.1.2: a special plays in at most as many matches as it has left).
+
+        Each is a conditional ``UPDATE owned_specials … SET matches_left = matches_left - 1 WHERE
+        matches_left > 0``: on Postgres it takes the row's lock (a concurrent start of another match
+        waits, then re-checks), on SQLite the write lock serialises the starts; so two nodes starting
+        matches at once can never take the same last match. The ledger gets the ``match_use`` (-1,
+        ``use:<player>:<special>:<match>``, the key the settlement of a finished match finds, so it
+        counts nothing twice) and, at 0, an ``expiry``. Bot seats and specials never owned are
+        skipped. An aborted match gives the reservation back (:meth:`settle_match`).
+
+        Returns how many were reserved. Raises :class:`LifetimeSpent` when an owned special is at 0
+        (the caller's transaction must then roll back: nothing is reserved)."""
+        if match.get("game") != "conquest":
+            return 0
+        now = time.time()
+        seats = match.get("seats") or []
+        reserved = 0
+        for seat, loadout in enumerate(match_loadouts(match)):
+            if seat >= len(seats) or seats[seat].get("bot") or not seats[seat].get("player_id"):
+                continue
+            player_id = seats[seat]["player_id"]
+            for special in loadout:
+                res = await conn.execute(
+                    update(owned_t).where(owned_t.c.player_id == player_id, owned_t.c.special == special,
+                                          owned_t.c.matches_left > 0)
+                    .values(matches_left=owned_t.c.matches_left - 1, updated_at=now))
+                left = (await conn.execute(select(owned_t.c.matches_left).where(
+                    owned_t.c.player_id == player_id, owned_t.c.special == special))).scalar_one_or_none()
+                if left is None:  # never owned (a match made with loadouts outside lobbies)
+                    continue
+                if res.rowcount != 1:
+                    raise LifetimeSpent(player_id, special)
+                key = f"use:{player_id}:{special}:{match['id']}"
+                await self._ledger(conn, player_id, special, "match_use", -1, left, ref=match["id"],
+                                   idem_key=key, now=now)
+                if left == 0:
+                    await self._ledger(conn, player_id, special, "expiry", 0, 0, ref=match["id"], now=now)
+                reserved += 1
+        return reserved
+
+    async def _release(self, conn: AsyncConnection, match: Mapping[str, Any], now: float) -> int:
+        """Give back every match reserved for ``match`` (aborted): +1 for each special whose
+        ``use:<player>:<special>:<match>`` row took one, as a ``match_release`` row (``release:…``).
+        Looked up by those unique keys. Returns how many were given back."""
+        seats = match.get("seats") or []
+        released = 0
+        for seat, loadout in enumerate(match_loadouts(match)):
+            if seat >= len(seats) or seats[seat].get("bot") or not seats[seat].get("player_id"):
+                continue
+            player_id = seats[seat]["player_id"]
+            for special in loadout:
+                delta = (await conn.execute(select(ledger_t.c.delta).where(
+                    ledger_t.c.idem_key == f"use:{player_id}:{special}:{match['id']}"))).scalar_one_or_none()
+                key = f"release:{player_id}:{special}:{match['id']}"
+                if delta != -1 or (await conn.execute(
+                        select(ledger_t.c.id).where(ledger_t.c.idem_key == key))).first() is not None:
+                    continue
+                left = await self._add_special(conn, player_id, special, 1, now)
+                await self._ledger(conn, player_id, special, "match_release", 1, left, ref=match["id"],
+                                   idem_key=key, reason="match aborted", now=now)
+                released += 1
+        return released
 
     # -- settling lifetimes ------------------------------------------------------------------
     async def unsettled_matches(self, game: str = "conquest", limit: int = 200) -> list[dict[str, Any]]:
@@ -233,10 +332,12 @@ class WalletRepository:
         every use (unique key ``use:<player>:<special>:<match>``) are written in one transaction, so
         two nodes, a retry or a sweep after a restart cannot count a match twice.
 
-        Aborted matches are marked settled and count nothing (``docs/decisions.md``). Bot seats own
-        every special without a record and are skipped, as are specials the player never owned. A
-        special already at 0 (brought to two matches at once with one match left) gets a use row with
-        delta 0.
+        A match started by this server had its lifetimes reserved when it was created
+        (:meth:`reserve_lifetimes`): finishing counts nothing more (the use rows exist); an
+        aborted match gives them back (``match_release``; ``docs/decisions.md``). For a match
+        without reservations (made before them, or outside lobbies) each use is counted here. Bot
+        seats own every special without a record and are skipped, as are specials the player never
+        owned. A special already at 0 then gets a use row with delta 0.
 
         Returns the number of lifetimes counted, or None if the match was settled already or has not
         ended (``match["status"]`` must be ``finished`` or ``aborted``)."""
@@ -249,6 +350,8 @@ class WalletRepository:
                 match_id=match["id"], uses=0, settled_at=now).on_conflict_do_nothing(index_elements=["match_id"]))
             if res.rowcount != 1:
                 return None
+            if match["status"] == "aborted":
+                await self._release(conn, match, now)
             if match["status"] == "finished":
                 seats = match.get("seats") or []
                 for seat, loadout in enumerate(match_loadouts(match)):

@@ -35,6 +35,8 @@ from typing import (
 
 from pydantic import BaseModel
 
+from app.parts import ViewParts, encode_view
+
 #: Viewer ids other than seats (seats are 0..n-1).
 SPECTATOR = -1
 ADMIN = -2
@@ -125,11 +127,16 @@ StateT = TypeVar("StateT")
 ActionT = TypeVar("ActionT", bound=Mapping[str, Any], contravariant=True)  # noqa: PLC0105 - the name the issue uses
 
 
+#: The chance devices a game may declare in :attr:`GameInfo.chance`.
+CHANCE_KINDS = frozenset(("cards", "dice"))
+
+
 @dataclass(frozen=True, slots=True)
 class GameInfo:
-    """A game's metadata, declared as data; the registry, the lobby and ``GET /games`` read it.
+    """A game's metadata, declared as data: everything the server knows of a game comes from here
+    (the registry, the lobby, ``GET /games``, the bots, the web client, the runtime and the suites).
 
-    - ``id``: the game id on the wire and in URLs (``"provinces"``).
+    - ``id``: the game id on the wire and in URLs (``"provinces"``; ``[a-z][a-z0-9_]{0,31}``).
     - ``title``: the human name.
     - ``min_seats``, ``max_seats``: the seat counts a lobby may have (inclusive).
     - ``options``: the pydantic model of the lobby options, every field with its default; its JSON
@@ -137,8 +144,37 @@ class GameInfo:
     - ``phases``: the prompt kinds / phase names the game uses, in their order of play (documentation
       and the conformance suite: every prompt's ``kind`` is one of them).
     - ``action_types``: every action ``type`` the game accepts.
-    - ``bots``: lobby bot kind (``"random"``, ``"smart"``) -> the :class:`Bot` class; the bot
-      catalogue (``app.runtime.bots.bot_class``) reads only this.
+    - ``bots``: lobby bot kind (``"random"``, ``"smart"``, any name) -> the :class:`Bot` class, in the
+      order ``GET /games`` lists them; the bot catalogue (``app.runtime.bots.bot_class``) reads only this.
+    - ``max_actions``: a bound on a match's length, in log records (actions applied, deadline defaults
+      included): the engine ends every match well within it, and the runtime aborts a match that
+      reaches it (reason ``max_actions``).
+    - ``hidden_information``: some seat may not see something another seat or the admin sees (cards
+      in hands, a hidden joker); the suites then require a non-empty hidden set in every random match.
+    - ``simultaneous_moves``: some phase prompts several seats at once (``Prompt.simultaneous``).
+    - ``chance``: the chance devices of the rules, a subset of ``{"cards", "dice"}`` (empty: the
+      seed changes nothing).
+    - ``actions``, ``events``: one type per action and per event type (a pydantic model or a frozen
+      dataclass whose ``type`` field is a ``Literal`` of its name); ``view``: the type of a view.
+      Bannerfall publishes their JSON Schemas (``GET /games/{id}/schema``, ``docs/schemas/games/``).
+    - ``board``: the web board module, a path inside the game's package (``"web/board.js"``), served
+      with the files beside it at ``/games/{id}/web/``; None: the client shows the raw view.
+    - ``wording``: the event wording (``events.json``'s language), a JSON file inside the package.
+    - ``compiled``: the game's modules that its build compiles (mypyc), by dotted name.
+    - ``test_options``: the lobby options the suites play the game with (short matches).
+    - ``doc``: the game's documentation (options, actions, view, an ``## Events`` table), a path
+      inside the package; None for a game documented in Bannerfall's ``docs/games/<id>.md``.
+    - ``unprompted_actions``: the action types a seat may send at any moment, without a prompt
+      (Conquest's ``special``, seed 5.1.3); they are never a phase's submission. The runtime passes
+      them to ``apply`` whether or not the seat is prompted, and the engine alone decides which seat
+      may (its ``no_prompt`` code for a seat that may not act at all). Every other action needs a
+      prompt (``not_your_turn``).
+    - ``rules_version``: the version of the rules this engine plays, from 1; raised by one on any
+      change of what a log replays to (a rule, the dealing, any use of the RNG). Every match stores
+      the version it started under and is replayed only by an engine of that version
+      (``app.games.versions``; ``docs/games/README.md``, "Changing the rules").
+    - ``earlier_rules``: rules version -> the module whose ``GAME`` plays that earlier version, kept
+      importable so the matches started under it run to their end and verify (empty: none kept).
     """
 
     id: str
@@ -149,6 +185,21 @@ class GameInfo:
     phases: tuple[str, ...]
     action_types: frozenset[str]
     bots: Mapping[str, type[Any]] = field(default_factory=dict)
+    max_actions: int = 10_000
+    hidden_information: bool = False
+    simultaneous_moves: bool = False
+    chance: frozenset[str] = frozenset()
+    actions: tuple[type[Any], ...] = ()
+    events: tuple[type[Any], ...] = ()
+    view: type[Any] | None = None
+    board: str | None = None
+    wording: str | None = None
+    compiled: tuple[str, ...] = ()
+    test_options: Mapping[str, Any] = field(default_factory=dict)
+    doc: str | None = None
+    unprompted_actions: frozenset[str] = frozenset()
+    rules_version: int = 1
+    earlier_rules: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +223,8 @@ class Game(Protocol[StateT, ActionT]):
     """A rules engine: a stateless singleton; all match data lives in ``state`` (type ``StateT``).
 
     Every game implements every method; ``tests/games/test_conformance.py`` checks the contract for
-    each game listed in ``app.games.GAME_MODULES``. Nothing here may block, do I/O or read the clock.
+    each game of the ``bannerfall.games`` entry points (``app.games.registry``). Nothing here may
+    block, do I/O or read the clock.
     """
 
     #: the game's metadata (seats, options, phases, action types, bots)
@@ -231,6 +283,13 @@ class Game(Protocol[StateT, ActionT]):
         Raises what :meth:`view` raises (e.g. for an unknown viewer)."""
         ...
 
+    def view_parts(self, state: StateT, viewers: Sequence[int]) -> list[ViewParts]:
+        """Every viewer's view as encoded parts (``app/parts.py``: ``(key, JSON bytes)`` per member
+        of the view object, a list member as a tuple of its items' JSON): what the runtime keeps of
+        each audience and diffs. Equal, as JSON, to :meth:`views`; an engine builds it from the parts
+        that changed (:class:`GameBase` derives it from :meth:`views`)."""
+        ...
+
     def hidden_tokens(self, state: StateT, viewer: int) -> set[str]:
         """The card tokens in play that ``viewer`` must not be able to identify now (what the leak
         tests and the admin view's ``hidden_from`` use): none of them may appear in ``viewer``'s view
@@ -273,6 +332,10 @@ class GameBase(Generic[StateT]):
         """:meth:`Game.views`, by default one :meth:`view` per viewer (engines override it to share)."""
         view = self.view
         return [view(state, v) for v in viewers]
+
+    def view_parts(self, state: StateT, viewers: Sequence[int]) -> list[ViewParts]:
+        """:meth:`Game.view_parts` from :meth:`views`: each view's members encoded (``app.parts.encode_view``)."""
+        return [encode_view(view) for view in self.views(state, viewers)]
 
     def can_act(self, state: StateT, seat: int, action: Mapping[str, Any]) -> bool:
         """True if ``action`` by ``seat`` is legal now (:meth:`check_action` does not raise)."""

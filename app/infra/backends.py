@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.infra.leases import Leases, LocalLeases, RedisLeases
 from app.infra.pubsub import LocalPubSub, PubSub, RedisPubSub
@@ -55,28 +56,32 @@ class Backends:
             await self.redis.aclose()
 
 
-def make_redis_client(redis_url: str) -> Redis:
-    """The shared client: 2 s to connect, 5 s per reply, 3 retries with 10-500 ms jittered backoff
-    on connection errors (so a command fails within about 10 s when Redis is down)."""
+def make_redis_client(redis_url: str, timeout_seconds: float = 2.0) -> Redis:
+    """The shared client: ``timeout_seconds`` to connect and for each reply; a command whose
+    connection was refused or reset is retried once (after 10-50 ms), one that timed out is not.
+    So a command fails within about ``timeout_seconds`` when Redis hangs or is cut off, and at
+    once when it is down (``BANNERFALL_REDIS_TIMEOUT_SECONDS``; redis-py's own default retries
+    ten times)."""
     return Redis.from_url(
         redis_url,
-        socket_connect_timeout=2.0,
-        socket_timeout=5.0,
+        socket_connect_timeout=timeout_seconds,
+        socket_timeout=timeout_seconds,
         socket_keepalive=True,
-        retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.5), 3),
+        retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.05), 1, supported_errors=(RedisConnectionError,)),
     )
 
 
 def make_backends(redis_url: str | None, node_id: str, prefix: str = "bannerfall:", *,
-                  poll_interval: float = 0.05, claim_seconds: float = 5.0) -> Backends:
+                  poll_interval: float = 0.05, claim_seconds: float = 5.0, timeout_seconds: float = 2.0) -> Backends:
     """Local backends when ``redis_url`` is None (embedded mode, one node), else Redis backends
     sharing one client, all keys under ``prefix`` (see docs/infra.md). ``claim_seconds``: a claimed
-    deadline's visibility timeout (see :class:`RedisTimers`). Nothing connects until used."""
+    deadline's visibility timeout (see :class:`RedisTimers`); ``timeout_seconds``: the Redis
+    client's connect and reply timeout (:func:`make_redis_client`). Nothing connects until used."""
     if redis_url is None:
         return Backends(mode="local", node_id=node_id, timers=LocalTimers(), pubsub=LocalPubSub(),
                         leases=LocalLeases())
-    client = make_redis_client(redis_url)
-    leases = RedisLeases(redis_url, prefix, client=client)
+    client = make_redis_client(redis_url, timeout_seconds)
+    leases = RedisLeases(redis_url, prefix, client=client, timeout_seconds=timeout_seconds)
     timers = RedisTimers(redis_url, prefix, node_id, poll_interval, client=client,
                          lease_prefix=leases.key_prefix, claim_seconds=claim_seconds)
     pubsub = RedisPubSub(redis_url, prefix, client=client, client_name=f"{prefix}pubsub:{node_id}")

@@ -30,6 +30,14 @@ class Timers(Protocol):
 
     async def cancel(self, match_id: str, phase_id: int) -> None: ...
 
+    def schedule_now(self, match_id: str, phase_id: int, due_at: float) -> None:
+        """:meth:`schedule` without a coroutine, from the event loop's thread (the runtime's hot path:
+        a record's deadlines are armed from its commit callback). Never raises; a backend that writes
+        elsewhere queues the write."""
+
+    def cancel_now(self, match_id: str, phase_id: int) -> None:
+        """:meth:`cancel` without a coroutine, as :meth:`schedule_now`."""
+
     def set_owns(self, owns: OwnsFilter | None) -> None:
         """Only fire deadlines of matches for which ``owns(match_id)`` is true (None: all)."""
 

@@ -1,17 +1,22 @@
 """Where tickets wait: one small Protocol, an in-process store (embedded mode, one node) and a Redis
 store (production mode, every node). Every change that decides something is atomic: a Python step
-with no ``await`` in it locally, one Lua script on Redis.
+with no ``await`` in it locally, one Lua script on Redis. Parties and rematch offers live in the same
+stores (:mod:`app.matchmaking.parties`), so a party's ticket is made in the same atomic step that
+checks the party and every member.
 
-A ticket is a dict ``{id, player_id, game, seats, options, pool, rating, created_at,
-bots_after_seconds, status, claim, match_id, lobby_id}``; ``status`` is ``waiting`` → ``claimed``
-(a node is forming its match) → ``matched``, or ``waiting`` → ``cancelled``; a claim that does not
-finish goes back to ``waiting``.
+A ticket is a dict ``{id, player_id, members, party_id, game, seats, options, pool, rating,
+created_at, bots_after_seconds, status, claim, match_id, lobby_id}``; ``player_id`` is who queued
+(a party's leader), ``members`` every player it seats (``[player_id]`` alone, or the party), each of
+whom has it as their one live ticket; ``status`` is ``waiting`` → ``claimed`` (a node is forming its
+match) → ``matched``, or ``waiting`` → ``cancelled``; a claim that does not finish goes back to
+``waiting``.
 
 Redis keys under the prefix (docs/operations.md, "Quick play"): ``mm:t:{id}`` (a ticket's hash),
 ``mm:p:{player}`` (the player's live ticket id), ``mm:q:{pool}`` (sorted set of waiting ticket ids
 by ``created_at``), ``mm:pools`` (set of pools), ``mm:claims`` (sorted set of claim ids by deadline),
 ``mm:c:{claim}`` (set of the claim's ticket ids); channel ``mm:events`` (a ticket id each time one is
-matched or cancelled).
+matched or cancelled, a party's id or ``rematch:{match}`` when those change, and ``lobby:{lobby}``
+when a lobby changes: :meth:`TicketStore.notify`).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from redis.asyncio import Redis
@@ -31,11 +37,17 @@ LIVE = ("waiting", "claimed")
 
 
 class TicketExists(Exception):
-    """The player already has a live ticket: ``ticket_id``."""
+    """A player (``player_id``; None: the one queueing) already has a live ticket: ``ticket_id``."""
 
-    def __init__(self, ticket_id: str) -> None:
+    def __init__(self, ticket_id: str, player_id: str | None = None) -> None:
         super().__init__(f"the player already has the live ticket {ticket_id}")
         self.ticket_id = ticket_id
+        self.player_id = player_id
+
+
+def members_of(ticket: dict[str, Any]) -> list[str]:
+    """Every player a ticket seats (its party's members, or its one player)."""
+    return list(ticket.get("members") or [ticket["player_id"]])
 
 
 class TicketStore(Protocol):
@@ -47,7 +59,8 @@ class TicketStore(Protocol):
     async def get(self, ticket_id: str) -> dict[str, Any] | None: ...
     async def cancel(self, ticket_id: str, player_id: str) -> str:
         """``ok`` if it was waiting (it is ``cancelled`` now), else its status (``claimed``,
-        ``matched``, ``cancelled``: nothing changed), or ``missing`` (no such ticket of this player)."""
+        ``matched``, ``cancelled``: nothing changed), or ``missing`` (no such ticket among this
+        player's: any member of a party may cancel its ticket)."""
     async def pools(self) -> list[str]: ...
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
         """The pool's waiting tickets, oldest first, at most ``limit``."""
@@ -61,10 +74,23 @@ class TicketStore(Protocol):
     async def claim_tickets(self, claim_id: str) -> list[dict[str, Any]]: ...
     async def expired_claims(self, now: float) -> list[str]: ...
     async def wait(self, ticket_id: str, timeout: float) -> None:
-        """Return when the ticket may have changed (matched or cancelled), or after ``timeout`` s."""
+        """Return when the ticket (or party, or ``rematch:{match}``) may have changed, or after
+        ``timeout`` s."""
 
     def waiters(self) -> int:
         """How many :meth:`wait` calls are waiting on this node now."""
+
+    def watch(self, key: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+        """An event set whenever ``key`` may have changed, for the block (see :class:`_Waiters`);
+        a waiter re-reads at least every :attr:`recheck` seconds (None: wake-ups are never lost)."""
+
+    def notify(self, key: str) -> None:
+        """``key`` changed outside the store (a lobby, ``lobby:{id}``, in the database): wake its
+        watchers on every node. Never raises and never waits: a wake-up that cannot be sent is made
+        up by the watchers' re-read every :attr:`recheck` seconds."""
+
+    @property
+    def recheck(self) -> float | None: ...
 
 
 def _s(value: Any) -> str:
@@ -86,9 +112,31 @@ class _Waiters:
         for event in self._events.get(ticket_id, ()):
             event.set()
 
+    def wake_all(self) -> None:
+        """Every waiting long-poll re-reads its ticket now (the event channel dropped: a re-read
+        tells each what happened, or answers 503 while the store is unreachable)."""
+        for events in self._events.values():
+            for event in events:
+                event.set()
+
     def count(self) -> int:
         """Long-polls waiting now (all tickets)."""
         return sum(len(events) for events in self._events.values())
+
+    @contextlib.contextmanager
+    def watch(self, key: str) -> Iterator[asyncio.Event]:
+        """An event set by every :meth:`wake` of ``key`` while the block runs: registered before
+        the caller reads what it waits on, so a change between that read and the wait is not lost."""
+        event = asyncio.Event()
+        self._events.setdefault(key, set()).add(event)
+        try:
+            yield event
+        finally:
+            waiters = self._events.get(key)
+            if waiters is not None:
+                waiters.discard(event)
+                if not waiters:
+                    del self._events[key]
 
     async def wait(self, ticket_id: str, timeout: float) -> None:
         event = asyncio.Event()
@@ -121,14 +169,25 @@ class LocalTicketStore:
     async def close(self) -> None:
         return None
 
-    async def create(self, ticket: dict[str, Any]) -> dict[str, Any]:
-        current = self.live.get(ticket["player_id"])
-        if current is not None and self.tickets[current]["status"] in LIVE:
-            raise TicketExists(current)
-        stored = {**ticket, "status": "waiting", "claim": None, "match_id": None, "lobby_id": None}
+    def _live_of(self, player_id: str) -> str | None:
+        current = self.live.get(player_id)
+        if current is not None and current in self.tickets and self.tickets[current]["status"] in LIVE:
+            return current
+        return None
+
+    def _put(self, ticket: dict[str, Any]) -> dict[str, Any]:
+        stored = {**ticket, "members": members_of(ticket), "status": "waiting", "claim": None, "match_id": None,
+                  "lobby_id": None}
         self.tickets[ticket["id"]] = stored
-        self.live[ticket["player_id"]] = ticket["id"]
+        for member in stored["members"]:
+            self.live[member] = ticket["id"]
         return dict(stored)
+
+    async def create(self, ticket: dict[str, Any]) -> dict[str, Any]:
+        current = self._live_of(ticket["player_id"])
+        if current is not None:
+            raise TicketExists(current)
+        return self._put({**ticket, "members": [ticket["player_id"]], "party_id": None})
 
     async def get(self, ticket_id: str) -> dict[str, Any] | None:
         ticket = self.tickets.get(ticket_id)
@@ -136,7 +195,7 @@ class LocalTicketStore:
 
     async def cancel(self, ticket_id: str, player_id: str) -> str:
         ticket = self.tickets.get(ticket_id)
-        if ticket is None or ticket["player_id"] != player_id:
+        if ticket is None or player_id not in members_of(ticket):
             return "missing"
         if ticket["status"] != "waiting":
             return str(ticket["status"])
@@ -145,9 +204,12 @@ class LocalTicketStore:
         return "ok"
 
     def _end(self, ticket: dict[str, Any]) -> None:
-        if self.live.get(ticket["player_id"]) == ticket["id"]:
-            del self.live[ticket["player_id"]]
+        for member in members_of(ticket):
+            if self.live.get(member) == ticket["id"]:
+                del self.live[member]
         self._waiters.wake(ticket["id"])
+        if ticket.get("party_id"):
+            self._waiters.wake(ticket["party_id"])
 
     async def pools(self) -> list[str]:
         self._prune(time.time())
@@ -158,8 +220,9 @@ class LocalTicketStore:
         for ticket_id in [i for i, t in self.tickets.items()
                           if t["status"] != "claimed" and t["created_at"] < now - self.ttl]:
             ticket = self.tickets.pop(ticket_id)
-            if self.live.get(ticket["player_id"]) == ticket_id:
-                del self.live[ticket["player_id"]]
+            for member in members_of(ticket):
+                if self.live.get(member) == ticket_id:
+                    del self.live[member]
 
     async def waiting(self, pool: str, limit: int = 200) -> list[dict[str, Any]]:
         self._prune(time.time())
@@ -206,40 +269,92 @@ class LocalTicketStore:
     async def wait(self, ticket_id: str, timeout: float) -> None:
         await self._waiters.wait(ticket_id, timeout)
 
+    def watch(self, key: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+        return self._waiters.watch(key)
+
+    def notify(self, key: str) -> None:
+        self._waiters.wake(key)
+
+    @property
+    def recheck(self) -> float | None:
+        return None  # in process: every change wakes its watchers
+
     def waiters(self) -> int:
         """Long-polls waiting on this node now (``bannerfall_matchmaking_long_polls``)."""
         return self._waiters.count()
 
 
 # --------------------------------------------------------------------------- Redis
-_CREATE = """
+#: Lua helpers every ticket script starts with. A ticket's hash keeps ``players`` (its members as
+#: `` a b c ``, spaces around each id, so ``has(list, id)`` is a plain substring test) and ``party``.
+LUA_TICKETS = """
+local function split(s)
+  local out = {}
+  for w in string.gmatch(s or '', '%S+') do out[#out + 1] = w end
+  return out
+end
+local function has(list, id)
+  return list ~= nil and list ~= false and string.find(list, ' ' .. id .. ' ', 1, true) ~= nil
+end
+local function live_ticket(p, player)
+  local current = redis.call('GET', p .. 'mm:p:' .. player)
+  if current then
+    local st = redis.call('HGET', p .. 'mm:t:' .. current, 'status')
+    if st == 'waiting' or st == 'claimed' then return current end
+  end
+  return false
+end
+local function ticket_live(p, id)
+  if not id or id == '' then return false end
+  local st = redis.call('HGET', p .. 'mm:t:' .. id, 'status')
+  return st == 'waiting' or st == 'claimed'
+end
+local function put_ticket(p, id, leader, members, party, data, pool, created, ttl)
+  local key = p .. 'mm:t:' .. id
+  redis.call('HSET', key, 'data', data, 'status', 'waiting', 'player', leader,
+             'players', ' ' .. table.concat(members, ' ') .. ' ', 'party', party,
+             'pool', pool, 'created', created, 'claim', '', 'match_id', '', 'lobby_id', '')
+  redis.call('EXPIRE', key, ttl)
+  for _, m in ipairs(members) do redis.call('SET', p .. 'mm:p:' .. m, id, 'EX', ttl) end
+  redis.call('ZADD', p .. 'mm:q:' .. pool, created, id)
+  redis.call('SADD', p .. 'mm:pools', pool)
+end
+local function free_members(p, key, id)
+  local f = redis.call('HMGET', key, 'players', 'player', 'party')
+  local members = split(f[1] or f[2])
+  for _, m in ipairs(members) do
+    if redis.call('GET', p .. 'mm:p:' .. m) == id then redis.call('DEL', p .. 'mm:p:' .. m) end
+  end
+  redis.call('PUBLISH', p .. 'mm:events', id)
+  if f[3] and f[3] ~= '' then redis.call('PUBLISH', p .. 'mm:events', f[3]) end
+end
+local function cancel_ticket(p, id, ttl)
+  local key = p .. 'mm:t:' .. id
+  local pool = redis.call('HGET', key, 'pool')
+  redis.call('HSET', key, 'status', 'cancelled')
+  redis.call('ZREM', p .. 'mm:q:' .. pool, id)
+  free_members(p, key, id)
+  redis.call('EXPIRE', key, ttl)
+end
+"""
+
+_CREATE = LUA_TICKETS + """
 local p = ARGV[1]
 local id, player, pool = ARGV[2], ARGV[3], ARGV[5]
-local current = redis.call('GET', p .. 'mm:p:' .. player)
-if current then
-  local st = redis.call('HGET', p .. 'mm:t:' .. current, 'status')
-  if st == 'waiting' or st == 'claimed' then return current end
-end
-redis.call('HSET', p .. 'mm:t:' .. id, 'data', ARGV[4], 'status', 'waiting', 'player', player,
-           'pool', pool, 'created', ARGV[6], 'claim', '', 'match_id', '', 'lobby_id', '')
-redis.call('EXPIRE', p .. 'mm:t:' .. id, ARGV[7])
-redis.call('SET', p .. 'mm:p:' .. player, id, 'EX', ARGV[7])
-redis.call('ZADD', p .. 'mm:q:' .. pool, ARGV[6], id)
-redis.call('SADD', p .. 'mm:pools', pool)
+local current = live_ticket(p, player)
+if current then return current end
+put_ticket(p, id, player, {player}, '', ARGV[4], pool, ARGV[6], ARGV[7])
 return ''
 """
 
-_CANCEL = """
+_CANCEL = LUA_TICKETS + """
 local p, id = ARGV[1], ARGV[2]
 local key = p .. 'mm:t:' .. id
-local fields = redis.call('HMGET', key, 'status', 'player', 'pool')
-if not fields[1] or fields[2] ~= ARGV[3] then return 'missing' end
+local fields = redis.call('HMGET', key, 'status', 'player', 'players')
+if not fields[1] then return 'missing' end
+if not has(fields[3] or (' ' .. fields[2] .. ' '), ARGV[3]) then return 'missing' end
 if fields[1] ~= 'waiting' then return fields[1] end
-redis.call('HSET', key, 'status', 'cancelled')
-redis.call('ZREM', p .. 'mm:q:' .. fields[3], id)
-if redis.call('GET', p .. 'mm:p:' .. fields[2]) == id then redis.call('DEL', p .. 'mm:p:' .. fields[2]) end
-redis.call('EXPIRE', key, ARGV[4])
-redis.call('PUBLISH', p .. 'mm:events', id)
+cancel_ticket(p, id, ARGV[4])
 return 'ok'
 """
 
@@ -258,18 +373,17 @@ redis.call('ZADD', p .. 'mm:claims', deadline, claim)
 return 1
 """
 
-_FINISH = """
+_FINISH = LUA_TICKETS + """
 local p, claim = ARGV[1], ARGV[2]
 local ids = redis.call('SMEMBERS', p .. 'mm:c:' .. claim)
 local done = 0
 for _, id in ipairs(ids) do
   local key = p .. 'mm:t:' .. id
-  local f = redis.call('HMGET', key, 'status', 'claim', 'player')
+  local f = redis.call('HMGET', key, 'status', 'claim')
   if f[1] == 'claimed' and f[2] == claim then
     redis.call('HSET', key, 'status', 'matched', 'match_id', ARGV[3], 'lobby_id', ARGV[4])
-    if redis.call('GET', p .. 'mm:p:' .. f[3]) == id then redis.call('DEL', p .. 'mm:p:' .. f[3]) end
+    free_members(p, key, id)
     redis.call('EXPIRE', key, ARGV[5])
-    redis.call('PUBLISH', p .. 'mm:events', id)
     done = done + 1
   end
 end
@@ -318,9 +432,11 @@ class RedisTicketStore:
         self.redis_url = redis_url
         self.prefix = prefix
         self.ttl = int(ticket_ttl)
-        self.recheck = recheck
+        self._recheck = recheck
         self._waiters = _Waiters()
         self._listener: asyncio.Task | None = None
+        #: wake-ups being published (:meth:`notify`), kept until sent
+        self._publishing: set[asyncio.Task] = set()
         #: set while the event channel is subscribed (wake-ups reach this node's long-polls)
         self.subscribed = asyncio.Event()
         self._create = client.register_script(_CREATE)
@@ -334,6 +450,8 @@ class RedisTicketStore:
         self._listener = asyncio.get_running_loop().create_task(self._listen())
 
     async def close(self) -> None:
+        for task in list(self._publishing):
+            task.cancel()
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -355,6 +473,7 @@ class RedisTicketStore:
                 raise
             except (RedisError, OSError) as exc:  # the long-poll re-reads anyway; resubscribe shortly
                 self.subscribed.clear()
+                self._waiters.wake_all()
                 log.warning("matchmaking event channel lost (%s); resubscribing", type(exc).__name__)
                 await asyncio.sleep(1.0)
             finally:
@@ -363,6 +482,7 @@ class RedisTicketStore:
                     await sub.aclose()
 
     async def create(self, ticket: dict[str, Any]) -> dict[str, Any]:
+        ticket = {**ticket, "members": [ticket["player_id"]], "party_id": None}
         data = json.dumps(ticket, separators=(",", ":"))
         current = await self._create(args=[self.prefix, ticket["id"], ticket["player_id"], data, ticket["pool"],
                                            repr(float(ticket["created_at"])), self.ttl])
@@ -422,7 +542,26 @@ class RedisTicketStore:
         return [_s(c) for c in await self.client.zrangebyscore(self.prefix + "mm:claims", "-inf", now)]
 
     async def wait(self, ticket_id: str, timeout: float) -> None:
-        await self._waiters.wait(ticket_id, min(timeout, self.recheck))
+        await self._waiters.wait(ticket_id, min(timeout, self._recheck))
+
+    def watch(self, key: str) -> contextlib.AbstractContextManager[asyncio.Event]:
+        return self._waiters.watch(key)
+
+    def notify(self, key: str) -> None:
+        self._waiters.wake(key)  # this node's watchers at once; the others through the channel
+        task = asyncio.get_running_loop().create_task(self._publish(key))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    async def _publish(self, key: str) -> None:
+        try:
+            await self.client.publish(self.prefix + "mm:events", key)
+        except (RedisError, OSError) as exc:  # the other nodes' watchers re-read within ``recheck``
+            log.warning("wake-up of %s not published (%s)", key, type(exc).__name__)
+
+    @property
+    def recheck(self) -> float | None:
+        return self._recheck  # a pub/sub message may be lost: re-read this often
 
     def waiters(self) -> int:
         """Long-polls waiting on this node now (``bannerfall_matchmaking_long_polls``)."""

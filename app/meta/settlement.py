@@ -4,24 +4,31 @@ A match is settled as soon as it ends on the node that ran it (:meth:`Settler.ma
 by the match manager), and by a sweep over ended-but-unsettled matches at start and every
 ``settle_sweep_seconds`` (what a crash, a lost task or another node left). Settling is idempotent in
 the database (:meth:`app.db.wallet.WalletRepository.settle_match`), so both paths, several nodes and
-restarts count each match exactly once.
+restarts count each match exactly once. The same loop deletes idempotency keys past their
+retention (:func:`app.db.idempotency.prune`).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from app.db.idempotency import prune
 from app.db.wallet import WalletRepository
+from app.storage import log_failure
 
 log = logging.getLogger("bannerfall.meta")
 
 
 class Settler:
-    def __init__(self, wallets: WalletRepository, *, sweep_seconds: float) -> None:
+    def __init__(self, wallets: WalletRepository, *, sweep_seconds: float,
+                 key_seconds: float = 86_400.0) -> None:
         self.wallets = wallets
         self.sweep_seconds = sweep_seconds
+        #: idempotency keys older than this are deleted by each sweep (``IDEMPOTENCY_KEY_SECONDS``)
+        self.key_seconds = key_seconds
         self._task: asyncio.Task | None = None
         self._pending: set[asyncio.Task] = set()
         self.settled = 0
@@ -48,8 +55,8 @@ class Settler:
         try:
             if await self.wallets.settle_match(match) is not None:
                 self.settled += 1
-        except Exception:  # the sweep will try again
-            log.warning("settling match %s failed; the sweep will retry", match.get("id"), exc_info=True)
+        except Exception as exc:  # the sweep will try again
+            log_failure(log, exc, "settling match %s failed; the sweep will retry", match.get("id"))
 
     async def sweep(self) -> int:
         """Settle every ended, unsettled Conquest match. Returns how many were settled here."""
@@ -69,8 +76,9 @@ class Settler:
         while True:
             try:
                 await self.sweep()
+                await prune(self.wallets.engine, time.time() - self.key_seconds)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("settlement sweep failed; retrying later", exc_info=True)
+            except Exception as exc:
+                log_failure(log, exc, "settlement sweep failed; retrying later")
             await asyncio.sleep(self.sweep_seconds)

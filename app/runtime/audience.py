@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 from typing import Any
 
-from app.delta import diff
 from app.games.base import ADMIN, SPECTATOR, Event, Game
+from app.parts import Document, Part, ViewParts, diff, document
 
 __all__ = ["AudienceBook", "audience_events"]
 
@@ -28,12 +28,13 @@ class AudienceBook:
     """The versions and current documents of a match's audiences (seats ``0..n-1``, then spectators).
 
     ``versions[i]`` and ``docs[i]`` belong to audience ``i``: seat ``i`` for ``i < n``, spectators for
-    ``i == n`` (:meth:`index`). Documents are never mutated once built (the runner diffs and sends
-    them), so a document is replaced, not changed, when its audience's version rises."""
+    ``i == n`` (:meth:`index`). A document is an ``app.parts.Document`` (a flat dict of encoded
+    parts, which the cyclic collector never tracks), never changed once built, so it is replaced,
+    not changed, when its audience's version rises."""
 
     __slots__ = ("docs", "game", "keys", "versions")
 
-    def __init__(self, game: Game, seat_count: int, state: Any, status: str, prompts: list[dict[str, Any]],
+    def __init__(self, game: Game, seat_count: int, state: Any, status: bytes, prompts: Part,
                  versions: Sequence[int] | None = None) -> None:
         self.game = game
         #: the viewer of each audience: seats 0..n-1, then SPECTATOR
@@ -41,12 +42,11 @@ class AudienceBook:
         self.versions: list[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: list[dict[str, Any]] = [{"status": status, "prompts": prompts, "view": view}
-                                           for view in game.views(state, self.keys)]
+        self.docs: list[Document] = [document(status, prompts, view) for view in _view_parts(game, state, self.keys)]
 
-    def document(self, state: Any, viewer: int, status: str, prompts: list[dict[str, Any]]) -> dict[str, Any]:
-        """``viewer``'s document: ``{"status": str, "prompts": [PromptInfo], "view": Game.view(...)}``."""
-        return {"status": status, "prompts": prompts, "view": self.game.view(state, viewer)}
+    def document(self, state: Any, viewer: int, status: bytes, prompts: Part) -> Document:
+        """``viewer``'s document (``Game.view_parts`` of that viewer alone, with ``status`` and ``prompts``)."""
+        return document(status, prompts, _view_parts(self.game, state, (viewer,))[0])
 
     def index(self, viewer: int) -> int:
         """The audience of ``viewer`` (a seat or SPECTATOR). Raises ValueError for ADMIN or an unknown seat."""
@@ -54,47 +54,50 @@ class AudienceBook:
             raise ValueError(f"viewer {viewer} has no audience in the book")
         return viewer if viewer >= 0 else len(self.keys) - 1
 
-    def advance(self, state: Any, status: str, prompts: list[dict[str, Any]],
-                events: Sequence[Event], wanted: Container[int] | None = None
-                ) -> dict[int, list[dict[str, Any]] | None]:
-        """One log record was applied, giving ``state``/``status``/``prompts`` and ``events``: raise the
-        version of every audience whose document changed or that may see one of ``events``, and keep
-        its new document. Returns, for each audience that changed (index → in ascending order), the
-        RFC 6902 patch from its previous document to the new one (``app.delta.diff``; ``[]`` when only
-        events are new), or None for an audience not in ``wanted`` whose document changed.
+    def step(self, versions: Sequence[int], docs: Sequence[Document], state: Any, status: bytes, prompts: Part,
+             events: Sequence[Event], wanted: Container[int] | None = None
+             ) -> tuple[tuple[int, ...], tuple[Document, ...], dict[int, list[dict[str, Any]] | None]]:
+        """One log record was applied, giving ``state``/``status``/``prompts`` (encoded) and ``events``,
+        to audiences at ``versions`` with ``docs``: the version of every audience whose document
+        changed or that may see one of ``events`` rises by 1 and it takes its new document. Returns
+        (the new versions, the new documents, the audiences that changed), changing nothing given;
+        the last maps each audience that changed (index, ascending) to the RFC 6902 patch from its
+        previous document to the new one (``app.parts.diff``; ``[]`` when only events are new), or
+        None for an audience not in ``wanted`` whose document changed (its patch is made when
+        someone needs it, from the two documents). ``wanted`` None: every audience. Whether a
+        document changed is ``old != new`` on its parts (``bytes`` compared in C), so the versions
+        never depend on ``wanted``: a replay of the log gives every audience the versions the live
+        runner gave (``app/runtime/step.py``).
 
-        ``wanted``: the audiences whose patch someone will send now (the runner: the seats with a
-        socket that takes deltas); None = every audience. For the others the test of change is
-        ``old != new``, one comparison in C, and no patch is made (a socket that attaches later gets a
-        full state, or the runner diffs the two documents it keeps). For a document
-        ``{"status": str, "prompts": list, "view": dict}``, ``diff`` gives ``[]`` exactly when the two
-        are ``==`` (it skips equal members with ``==``), so the versions do not depend on ``wanted``:
-        the replay of a log (no patches) gives every audience the versions the live runner gave.
-
-        The views come from one ``Game.views`` call, and a part shared by several audiences (the same
-        old and new objects at the same path) is diffed once; patches may share operation dicts
-        (read-only, like the documents)."""
+        The views come from one ``Game.view_parts`` call for every audience; a document that did not
+        change keeps its object."""
         changed: dict[int, list[dict[str, Any]] | None] = {}
-        docs = self.docs
-        shared: dict[tuple[int, int, str], list[dict[str, Any]]] = {}  # parts common to audiences: diffed once
-        # one batch for every audience: the engine shares the work (and unchanged parts, which the
-        # diff then skips by identity) between the viewers and with the previous record's views
-        for i, (viewer, view) in enumerate(zip(self.keys, self.game.views(state, self.keys), strict=True)):
-            doc = {"status": status, "prompts": prompts, "view": view}
-            patch: list[dict[str, Any]] | None
-            if wanted is None or i in wanted:
-                patch = diff(docs[i], doc, shared)
-                moved = bool(patch)
-            else:
-                moved = docs[i] != doc
-                patch = None if moved else []
-            if moved or any(e.visible_to(viewer) for e in events):
-                self.versions[i] += 1
-                # an unchanged document keeps its old object, so the copy clients hold stays exact
-                if moved:
-                    docs[i] = doc
-                changed[i] = patch
+        new_versions = list(versions)
+        new_docs = list(docs)
+        for i, (viewer, view) in enumerate(zip(self.keys, _view_parts(self.game, state, self.keys), strict=True)):
+            old = docs[i]
+            doc = document(status, prompts, view)
+            if doc != old:
+                new_docs[i] = doc
+                new_versions[i] += 1
+                changed[i] = diff(old, doc) if wanted is None or i in wanted else None
+            elif events and any(e.audience is None or viewer in e.audience for e in events):
+                new_versions[i] += 1
+                changed[i] = []
+        return tuple(new_versions), tuple(new_docs), changed
+
+    def advance(self, state: Any, status: bytes, prompts: Part, events: Sequence[Event],
+                wanted: Container[int] | None = None) -> dict[int, list[dict[str, Any]] | None]:
+        """:meth:`step` from the book's own :attr:`versions` and :attr:`docs`, which it then holds
+        (tools and tests that follow a log by hand). Returns the audiences that changed."""
+        versions, docs, changed = self.step(self.versions, self.docs, state, status, prompts, events, wanted)
+        self.versions[:] = versions
+        self.docs[:] = docs
         return changed
+
+
+def _view_parts(game: Game, state: Any, viewers: Sequence[int]) -> list[ViewParts]:
+    return game.view_parts(state, viewers)
 
 
 def audience_events(version: int, events: Sequence[Event], viewer: int) -> list[dict[str, Any]]:

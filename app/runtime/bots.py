@@ -28,8 +28,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bannerfall.bots")
 
-#: the lobby bot kinds, in the order ``GET /games`` lists them (each game's ``info.bots`` has its own)
-BOT_KINDS: tuple[str, ...] = ("random", "smart")
+def bot_kinds(game_id: str) -> list[str]:
+    """The bot kinds of a game, in the order it declares them (``GAME.info.bots``); KeyError if the
+    game is unknown."""
+    return list(registry()[game_id].info.bots)
+
+
+def bot_kind_for(game_id: str, wanted: str) -> str:
+    """``wanted`` when the game has a bot of that kind, else the game's first kind (a configured kind,
+    e.g. ``MATCHMAKING_BOT_KIND``, that a game does not have). KeyError if the game is unknown."""
+    kinds = registry()[game_id].info.bots
+    return wanted if wanted in kinds else next(iter(kinds))
 
 
 def bot_class(game_id: str, kind: str):

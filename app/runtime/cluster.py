@@ -30,6 +30,7 @@ from app.runtime import wire
 from app.runtime.interfaces import MatchHost
 from app.runtime.protocol import CLOSE_MOVED, CLOSE_TRY_AGAIN, route
 from app.runtime.wire import encode, error
+from app.storage import log_failure
 
 log = logging.getLogger("bannerfall.cluster")
 
@@ -337,16 +338,8 @@ class Cluster:
                 await self._check_links()
             except asyncio.CancelledError:
                 raise
-            except (OSError, ConnectionError, TimeoutError) as exc:  # an engine is down: one line
-                log.warning("cluster watch round failed: %s", type(exc).__name__)
-            except Exception as exc:
-                from redis.exceptions import RedisError
-                from sqlalchemy.exc import DBAPIError
-
-                if isinstance(exc, (RedisError, DBAPIError)):
-                    log.warning("cluster watch round failed: %s", type(exc).__name__)
-                else:
-                    log.exception("cluster watch round failed")
+            except Exception as exc:  # an engine down or hung: one line; a bug: its traceback
+                log_failure(log, exc, "cluster watch round failed")
 
     async def takeover_orphans(self) -> int:
         """Own every running match whose lease is free (its node died, or Redis lost its keys) or
@@ -364,9 +357,9 @@ class Cluster:
                 continue
             try:
                 runner = await self.host.load(match_id, owned=True)
-            except Exception:
-                log.exception("node %s could not take over match %s; retrying at the next scan",
-                              self.node_id, match_id)
+            except Exception as exc:
+                log_failure(log, exc, "node %s could not take over match %s; retrying at the next scan",
+                            self.node_id, match_id)
                 continue
             if runner is not None and self.host.live(match_id) is not None:
                 taken += 1

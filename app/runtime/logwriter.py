@@ -34,6 +34,14 @@ from app.runtime.rows import LogRow, MatchUpdate
 log = logging.getLogger("bannerfall.log")
 
 
+#: the shortest time a commit attempt is given, seconds (a database back from an outage needs a
+#: new connection and one statement)
+ATTEMPT_FLOOR_SECONDS = 0.5
+#: what a cancelled statement may take to give its connection up on a hung Postgres (SQLAlchemy's
+#: asyncpg adapter closes it gracefully, for up to 2 s), seconds
+CLOSE_ALLOWANCE_SECONDS = 2.5
+
+
 class LogWriteError(Exception):
     """A log record was not written (the base of the typed errors handed to ``on_durable``)."""
 
@@ -56,8 +64,9 @@ class LogStream(Protocol):
     #: set by the log writer once a record of this stream failed
     log_failed: bool
 
-    # optional: ``may_write() -> bool``, checked before each commit attempt (a valid lease); a
-    # stream that may not write fails with Fenced without being written
+    def may_write(self) -> bool:
+        """Whether the stream may write now (a valid lease), checked before each commit attempt; a
+        stream that may not write fails with Fenced without being written."""
 
 
 @dataclass(slots=True)
@@ -96,7 +105,7 @@ class LogWriter:
                  sends: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         self.repo = repo
         #: entered around each record's callback: the sockets' layer batches the writes it makes
-        #: (``app.api.ws.corked``: an action's delta and its ack in one write)
+        #: (``app.transport.hub.SocketHub.corked``: an action's delta and its ack in one write)
         self.sends = sends
         self.window = window_ms / 1000.0
         self.max_batch = max_batch
@@ -108,6 +117,12 @@ class LogWriter:
         self.stats = LogWriterStats()
         #: whether the last commit attempt failed on a transient error (readiness, metrics)
         self.unhealthy = False
+        #: ``time.monotonic()`` of the last failed and the last successful commit attempt (readiness)
+        self.last_failure_at: float | None = None
+        self.last_success_at: float | None = None
+        self._failure_times: deque[float] = deque(maxlen=10_000)
+        #: commit attempts given up on (cancelled), still closing their connections
+        self._abandoned: set[asyncio.Task] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="log-writer")
@@ -122,6 +137,19 @@ class LogWriter:
     @property
     def pending(self) -> int:
         return len(self._queue)
+
+    def recent_failures(self, seconds: float) -> int:
+        """Commit attempts that failed in the last ``seconds`` (retries count one each)."""
+        since = time.monotonic() - seconds
+        return sum(1 for t in self._failure_times if t >= since)
+
+    def failing(self, seconds: float) -> bool:
+        """Whether the latest commit attempt failed, less than ``seconds`` ago (a database that
+        answers reads but cannot commit: a full disk, a read-only file)."""
+        last = self.last_failure_at
+        if last is None or time.monotonic() - last > seconds:
+            return False
+        return self.last_success_at is None or self.last_success_at < last
 
     def submit(self, stream: LogStream, row: LogRow, match_update: MatchUpdate | None,
                on_durable: Callable[[BaseException | None], None]) -> None:
@@ -244,15 +272,15 @@ class LogWriter:
     async def _with_retries(self, writes: list[MatchWrite], budget: float,
                             streams: dict[str, LogStream] | None = None) -> set[str]:
         """``commit_batch`` retried on transient errors for ``budget`` seconds (at least one
-        attempt); each attempt is bounded too, so a database that hangs instead of refusing is
-        treated as down (a retry after an attempt whose commit did land is refused by the version
-        check, never applied twice)."""
-        attempt_timeout = max(2.0, self.retry_seconds)
+        attempt); each attempt is bounded by what is left of the budget (at least
+        :data:`ATTEMPT_FLOOR_SECONDS`), so a database that hangs instead of refusing is treated as
+        down and the batch is answered within ``budget`` + the floor (a retry after an attempt whose
+        commit did land is refused by the version check, never applied twice)."""
         ends = time.monotonic() + max(0.0, budget)
         # the first attempt without tenacity's machinery: almost every commit succeeds at once, and
         # a retry state per commit was most of the cyclic garbage of a busy server (bench/server.md)
         try:
-            return await self._attempt(writes, attempt_timeout, streams)
+            return await self._attempt(writes, ends, streams)
         except Exception as exc:
             if not _transient(exc) or time.monotonic() >= ends:
                 raise
@@ -270,27 +298,63 @@ class LogWriter:
             reraise=True,
         ):
             with attempt:
-                return await self._attempt(writes, attempt_timeout, streams)
+                return await self._attempt(writes, ends, streams)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _attempt(self, writes: list[MatchWrite], timeout: float,
+    async def _attempt(self, writes: list[MatchWrite], ends: float,
                        streams: dict[str, LogStream] | None) -> set[str]:
-        """One ``commit_batch`` of the writes whose stream may still write, bounded by ``timeout``;
-        returns the refused ids plus those that may not write (lease lapsed)."""
+        """One ``commit_batch`` of the writes whose stream may still write, to be answered by
+        ``ends`` (``time.monotonic()``; at least :data:`ATTEMPT_FLOOR_SECONDS` from now); returns
+        the refused ids plus those that may not write (lease lapsed). Raises ``TimeoutError`` when
+        the database does not answer in time.
+
+        A cancelled statement on a hung Postgres takes up to 2 s more to give its connection up
+        (SQLAlchemy closes it gracefully first). With time to spare the attempt runs in this task
+        and is cancelled :data:`CLOSE_ALLOWANCE_SECONDS` before ``ends`` (the common case, no
+        extra task); near the end it runs in a task of its own that is left to close in the
+        background, so the answer is not delayed by it."""
         lapsed = {w.match_id for w in writes if not _may_write((streams or {}).get(w.match_id))}
+        todo = [w for w in writes if w.match_id not in lapsed]
+        left = ends - time.monotonic()
         try:
-            async with asyncio.timeout(timeout):  # in this task (wait_for would start another)
-                refused = await self.repo.commit_batch([w for w in writes if w.match_id not in lapsed])
+            if left >= CLOSE_ALLOWANCE_SECONDS + ATTEMPT_FLOOR_SECONDS:
+                async with asyncio.timeout(left - CLOSE_ALLOWANCE_SECONDS):  # in this task
+                    refused = await self.repo.commit_batch(todo)
+            else:
+                refused = await self._attempt_apart(todo, max(ATTEMPT_FLOOR_SECONDS, left))
         except Exception:
             self.unhealthy = True
+            self.last_failure_at = time.monotonic()
+            self._failure_times.append(self.last_failure_at)
             raise
         self.unhealthy = False
+        self.last_success_at = time.monotonic()
         return refused | lapsed
+
+    async def _attempt_apart(self, todo: list[MatchWrite], timeout: float) -> set[str]:
+        """``commit_batch(todo)`` in a task of its own, waited for ``timeout`` seconds; after that
+        it is cancelled and left to finish closing its connection, and ``TimeoutError`` raised."""
+        task = asyncio.get_running_loop().create_task(self.repo.commit_batch(todo))
+        try:
+            done, _ = await asyncio.wait((task,), timeout=timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            self._abandoned.add(task)
+            task.add_done_callback(self._forget_abandoned)
+            raise TimeoutError(f"the database did not answer a commit within {timeout:.1f} s")
+        return task.result()
+
+    def _forget_abandoned(self, task: asyncio.Task) -> None:
+        self._abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: the batch was answered already
 
 
 def _may_write(stream: LogStream | None) -> bool:
-    check = getattr(stream, "may_write", None)
-    return check is None or bool(check())
+    return stream is None or stream.may_write()
 
 
 def _transient(exc: BaseException) -> bool:

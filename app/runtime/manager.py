@@ -5,7 +5,16 @@ Taking a running match (creation, load after claiming its lease, takeover) first
 fencing token ``matches.owner_epoch`` in its own committed transaction, and only then reads the
 log; the runner writes with that epoch (see :mod:`app.runtime.logwriter`). A runner whose write
 failed is dropped, and a background task rebuilds the match from its durable log with backoff until
-it runs again here or on another node (issue 9 item 1)."""
+it runs again here or on another node (issue 9 item 1).
+
+A match is replayed only by an engine of the rules version it started under
+(``app.games.versions``). When this node has none, the rebuild decides instead of retrying
+(``docs/decisions.md``, "Rules versions"): a running match of older rules is ended as
+``aborted: rules changed`` (its abort record written under the new epoch, its sockets told, its
+specials and ratings settled as for any aborted match); one of newer rules than installed here is
+left running for a node that has them; an ended one is shown through a stand-in engine. A running
+match whose log does not replay under its own version is ended the same way (``aborted: log does
+not replay``)."""
 from __future__ import annotations
 
 import asyncio
@@ -17,21 +26,39 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast
 
-from app.db.repo import Repository
-from app.games import registry
+from app.db.repo import MatchInsertHook, Repository
+from app.games import registry, versions
 from app.games.base import SPECTATOR, IllegalAction, seed_commitment
 from app.infra.timers import Timers
 from app.runtime import wire
+from app.runtime.history import EventHistory
 from app.runtime.interfaces import Link, Ownership
 from app.runtime.logwriter import LogWriter
 from app.runtime.match import MatchRunner, Peer
 from app.runtime.protocol import CLOSE_MOVED
-from app.runtime.replay import replay
-from app.runtime.rows import MatchRow, SeatRow, log_rows, match_row
+from app.runtime.replay import ReplayMismatch, RulesUnavailable, engine_of, parsed_deadlines, replay
+from app.runtime.rows import LogRow, MatchRow, SeatRow, log_rows, match_row
+from app.runtime.step import start
 from app.runtime.wire import encode
+from app.storage import log_failure
 
 log = logging.getLogger("bannerfall.runtime")
 
+#: the abort reasons of a running match the rebuild cannot replay (``outcome.reason`` is
+#: ``aborted: <reason>``; ``docs/protocol.md``, "A match the server cannot replay")
+RULES_CHANGED = "rules changed"
+LOG_DOES_NOT_REPLAY = "log does not replay"
+
+
+def _both(first: MatchInsertHook | None, second: MatchInsertHook | None) -> MatchInsertHook | None:
+    """One in-transaction hook running ``first`` then ``second`` (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    async def run(conn: Any, match: dict[str, Any]) -> None:
+        await first(conn, match)
+        await second(conn, match)
+    return run
 
 class MatchManager:
     """Every live match on this node, by id. Implements :class:`~app.runtime.interfaces.MatchHost`
@@ -64,6 +91,8 @@ class MatchManager:
         self._loading: dict[str, list[Any]] = {}
         #: matches whose recovery task is running
         self._recovering: set[str] = set()
+        #: running matches of newer rules than this node has, already said in the log (one line each)
+        self._left_for_newer: set[str] = set()
         #: runners rebuilt after a failure (metrics, tests)
         self.recoveries = 0
         self._stopping = False
@@ -74,6 +103,10 @@ class MatchManager:
         self._tasks: set[asyncio.Task] = set()
         #: called with a match's meta when it ends here, durably (the meta-game settles specials)
         self.on_match_ended: Callable[[MatchRow], None] | None = None
+        #: awaited in the transaction that inserts a new match (``Repository.create_match`` /
+        #: ``start_lobby_match``), with its connection and the row: what must commit with the match
+        #: or not at all (the specials' lifetimes, ``WalletRepository.reserve_lifetimes``)
+        self.on_match_insert: MatchInsertHook | None = None
 
     def bind(self, ownership: Ownership) -> None:
         """Set the cluster (made after the manager, since it calls back into it as a ``MatchHost``)."""
@@ -113,15 +146,13 @@ class MatchManager:
 
     async def start(self) -> None:
         self.timers.set_callback(self._on_due)
-        set_owns = getattr(self.timers, "set_owns", None)
-        if set_owns is not None:
-            set_owns(self.owns)
+        self.timers.set_owns(self.owns)
         await self.timers.start()
         for match_id in await self.repo.running_match_ids():
             try:
                 await self.load(match_id)
-            except Exception:
-                log.exception("could not recover match %s", match_id)
+            except Exception as exc:
+                log_failure(log, exc, "could not recover match %s", match_id)
 
     def owns(self, match_id: str) -> bool:
         """Whether this node may fire the match's deadlines now: it runs the match and holds a
@@ -158,12 +189,25 @@ class MatchManager:
             owned, owner = await self.cluster.claim(match_id)
             if not owned:
                 return None, owner
-        return await self.load(match_id, owned=True), None
+        return await self._load(match_id, owned=True), None
 
     async def load(self, match_id: str, *, owned: bool = False) -> MatchRunner | None:
         """The runner of ``match_id``: live ones from memory, others rebuilt from the log
         (running matches become live again with their deadlines re-armed). None if no such match,
-        or if it is running and another node holds its lease (unless ``owned``: the caller holds it)."""
+        or if it is running and another node holds its lease (unless ``owned``: the caller holds it),
+        or if it is running under newer rules than this node has (left, its lease released, for a
+        node that has them: one warning line per match)."""
+        try:
+            return await self._load(match_id, owned=owned)
+        except RulesUnavailable as exc:
+            if match_id not in self._left_for_newer:
+                self._left_for_newer.add(match_id)
+                log.warning("match %s left running for a node with its rules: %s", match_id, exc)
+            return None
+
+    async def _load(self, match_id: str, *, owned: bool) -> MatchRunner | None:
+        """:meth:`load`, raising :class:`RulesUnavailable` for a running match of newer rules than
+        this node has (:meth:`locate` lets it through: a socket is told to try again)."""
         runner = self._cached(match_id)
         if runner is not None:
             return runner
@@ -193,6 +237,11 @@ class MatchManager:
                 if not claimed:
                     return None
             try:
+                try:
+                    engine_of(match)
+                except RulesUnavailable as exc:
+                    if exc.newer:  # a node not upgraded yet: the match is left to one that is
+                        raise
                 # the fencing token, committed before the log is read: a stale owner can write no more
                 epoch = await self.repo.take_match(match_id, self.node_id)
                 if epoch is None:  # ended meanwhile
@@ -201,22 +250,24 @@ class MatchManager:
                         return None
                     if self.cluster is not None:
                         self._spawn(self.cluster.release(match_id))
-                runner = await self._rebuild(match, epoch=epoch)
+                runner, unplayable = await self._rebuild_or_stand_in(match, epoch=epoch)
             except BaseException:
                 if self.cluster is not None:  # let any node (this one included) try again
                     self._spawn(self.cluster.release(match_id))
                 raise
         else:
-            runner = await self._rebuild(match)
+            runner, unplayable = await self._rebuild_or_stand_in(match)
+        self._left_for_newer.discard(match_id)
         if match["status"] == "running":
-            if runner.outcome is not None:  # ended in memory but the final update was lost
-                runner.status = "finished"
+            # (a log whose last record ended the match, its final update lost, replays as ended)
             self.runners[match_id] = runner
             for phase_id, due in runner.deadlines.items():
                 if any(p.phase_id == phase_id for p in runner.prompts):
                     self._schedule(match_id, phase_id, due)
             if self.on_match_started:
                 self.on_match_started(runner.meta)
+            if unplayable is not None and runner.status == "running":
+                self._end_unplayable(runner, unplayable)
         else:
             self._remember_finished(runner)
         return runner
@@ -224,17 +275,65 @@ class MatchManager:
     def _cached(self, match_id: str) -> MatchRunner | None:
         return self.runners.get(match_id) or self._finished.get(match_id)
 
-    async def _rebuild(self, match: MatchRow, *, epoch: int | None = None) -> MatchRunner:
+    async def _rebuild_or_stand_in(self, match: MatchRow, *, epoch: int | None = None
+                                   ) -> tuple[MatchRunner, tuple[str, str] | None]:
+        """The match rebuilt from its durable log by the engine of its rules version, and None; or,
+        when no engine here replays it, a runner over a stand-in engine (``versions.unavailable``:
+        no prompts, a view saying why) at the log's last version, and (the reason a running one is
+        aborted with: :data:`RULES_CHANGED` or :data:`LOG_DOES_NOT_REPLAY`, the sentence why)."""
         actions = log_rows(await self.repo.actions(match["id"]))
-        result = replay(match, actions, keep_events=MatchRunner.HISTORY)
-        deadlines = {int(k): float(v) for k, v in (result.last_deadlines or {}).items()}
+        try:
+            return self._replayed(match, actions, epoch), None
+        except RulesUnavailable as exc:
+            return self._stand_in(match, actions, epoch, str(exc)), (RULES_CHANGED, str(exc))
+        except ReplayMismatch as exc:
+            log.error("match %s (%s rules version %s): its log does not replay: %s", match["id"], match["game"],
+                      versions.match_rules_version(match), exc)
+            message = ("this match's log does not replay under the rules it was started under "
+                       f"({match['game']} rules version {versions.match_rules_version(match)}) on this server")
+            return self._stand_in(match, actions, epoch, message), (LOG_DOES_NOT_REPLAY, message)
+
+    def _stand_in(self, match: MatchRow, actions: list[LogRow], epoch: int | None, message: str) -> MatchRunner:
+        """A runner over ``versions.unavailable`` at the log's last version: every audience's version
+        is that version (never below one a client was sent: an audience's version never exceeds the
+        match's), the open phases' deadlines kept only so that an abort cancels their timers."""
+        game = versions.unavailable(match["game"], versions.match_rules_version(match), message)
+        version = actions[-1]["seq"] if actions else 0
+        last = (actions[-1]["deadlines"] if actions else match.get("deadlines")) or {}
+        status = match["status"]
+        snapshot = start(game, match["seat_count"], None, parsed_deadlines(last) if status == "running" else {},
+                         status=status, version=version, versions=[version] * (match["seat_count"] + 1))
         return MatchRunner(
-            match=match, game=result.game, state=result.state, version=result.version,
-            log_writer=self.log_writer, deadlines=deadlines, schedule=self._schedule,
-            on_finished=self._finished_cb, history=result.history, history_floor=result.history_floor,
-            book=result.book, client_seqs=result.client_seqs, status=match["status"], cancel=self._cancel,
-            epoch=epoch, phase_starts=result.phase_start_versions, holds_lease=self._holds_lease(match["id"]),
-            **self._fanout(),
+            match=match, game=game, snapshot=snapshot, log_writer=self.log_writer,
+            schedule=self._schedule, on_finished=self._finished_cb,
+            cancel=self._cancel, epoch=epoch, holds_lease=self._holds_lease(match["id"]), **self._fanout(),
+        )
+
+    def _end_unplayable(self, runner: MatchRunner, why: tuple[str, str]) -> None:
+        """End a running match no engine here replays: its abort record (``aborted: <reason>``) is
+        written under this node's epoch; once durable its sockets get ``ended`` and the match is
+        settled as any aborted match (:attr:`on_match_ended`). A failed write drops the runner and
+        the recovery tries again, as for any record."""
+        match_id = runner.match_id
+        reason, message = why
+
+        def done(exc: BaseException | None) -> None:
+            if exc is None:
+                log.warning("match %s aborted: %s (%s)", match_id, reason, message)
+
+        try:
+            runner.abort(reason, None, done)
+        except IllegalAction as exc:  # the lease went meanwhile: the next owner decides the same
+            log.warning("match %s not aborted here (%s): %s", match_id, exc.code, exc.message)
+
+    def _replayed(self, match: MatchRow, actions: list[LogRow], epoch: int | None) -> MatchRunner:
+        result = replay(match, actions, keep_events=MatchRunner.HISTORY)
+        assert isinstance(result.history, EventHistory)
+        return MatchRunner(
+            match=match, game=result.game, snapshot=result.snapshot, log_writer=self.log_writer,
+            schedule=self._schedule, on_finished=self._finished_cb, history=result.history,
+            client_seqs=result.client_seqs, cancel=self._cancel, epoch=epoch,
+            holds_lease=self._holds_lease(match["id"]), **self._fanout(),
         )
 
     def _fanout(self) -> dict[str, Any]:
@@ -253,15 +352,21 @@ class MatchManager:
             return None
         if match["status"] != "running":
             return await self.load(match_id)
-        return await self._rebuild(match)
+        runner, _unplayable = await self._rebuild_or_stand_in(match)
+        return runner
 
     async def abort(self, match_id: str, reason: str, by: str | None) -> MatchRunner | None:
         """Abort a running match wherever it runs; returns once the abort record is durable (the
         runner, or a read-only rebuild when another node ran it). None if there is no such match.
         Raises IllegalAction ``match_over`` if it is not running, ``storage_unavailable`` if the
-        abort could not be written (the match then goes on, rebuilt from its log), and for a
-        remote owner ``abort_pending`` if its abort is not durable within ``REMOTE_ABORT_WAIT``."""
-        runner, owner = await self.locate(match_id)
+        abort could not be written (the match then goes on, rebuilt from its log), for a
+        remote owner ``abort_pending`` if its abort is not durable within ``REMOTE_ABORT_WAIT``, and
+        ``rules_unavailable`` for a match of newer rules than this node has (a node that has them
+        can abort it)."""
+        try:
+            runner, owner = await self.locate(match_id)
+        except RulesUnavailable as missing:
+            raise IllegalAction("rules_unavailable", f"{missing}; abort it on a node that has them") from None
         if runner is None and owner is None:
             return None
         if runner is None:
@@ -347,7 +452,7 @@ class MatchManager:
         runner = self.runners.pop(match_id, None)
         if runner is None:
             return
-        runner.failed = True
+        runner.drop("moved")
         if self.cluster is None or not self.cluster.multi_node:
             self.recover(match_id)  # no other node will: take it back once the lease is free
         text = encode(wire.moved())
@@ -362,25 +467,17 @@ class MatchManager:
 
     # ------------------------------------------------------------------ deadlines
     def _schedule(self, match_id: str, phase_id: int, due_at: float) -> None:
-        now = getattr(self.timers, "schedule_now", None)
-        if now is not None:
-            now(match_id, phase_id, due_at)
-        else:
-            self._spawn(self.timers.schedule(match_id, phase_id, due_at))
+        self.timers.schedule_now(match_id, phase_id, due_at)
 
     def _cancel(self, match_id: str, phase_id: int) -> None:
         """A phase ended before its deadline: drop its timer (a late firing would be ignored anyway)."""
-        now = getattr(self.timers, "cancel_now", None)
-        if now is not None:
-            now(match_id, phase_id)
-        else:
-            self._spawn(self.timers.cancel(match_id, phase_id))
+        self.timers.cancel_now(match_id, phase_id)
 
     def _on_due(self, match_id: str, phase_id: int) -> None:
         runner = self.runners.get(match_id)
         if runner is None:
             return
-        if phase_id not in runner.deadlines and all(p["phase_id"] != phase_id for p in runner.durable_prompts):
+        if phase_id not in runner.deadlines and phase_id not in runner.durable_phases:
             self._cancel(match_id, phase_id)  # the phase ended durably: its entry must not fire again
             return
         due = runner.deadlines.get(phase_id)
@@ -393,13 +490,17 @@ class MatchManager:
     # ------------------------------------------------------------------ creating
     async def create_match(self, game_id: str, options: dict[str, Any], seats: list[SeatRow],
                            *, lobby_id: str | None = None, seed: bytes | None = None,
-                           check_seats: Callable[[list[dict[str, Any]]], None] | None = None) -> MatchRunner:
+                           check_seats: Callable[[list[dict[str, Any]]], None] | None = None,
+                           also: MatchInsertHook | None = None) -> MatchRunner:
         """Start a match: a fresh 32-byte seed (its SHA-256 public), the initial state, deadlines armed.
         ``seats``: by seat, ``{"player_id", "name", "bot"}``; with ``lobby_id`` they are read again
         under the lobby's lock (``Repository.start_lobby_match``). Raises LookupError
         (``LobbyRefused``) if the lobby is no longer open or has an empty seat, KeyError for an
-        unknown game. ``check_seats(lobby_seats)`` runs under the lobby's lock and may refuse
-        (``LobbyRefused``): the options were computed from the seats read before it.
+        unknown game, or what :attr:`on_match_insert` raises (``LifetimeSpent``; nothing is
+        created). ``check_seats(lobby_seats)`` runs under the lobby's lock and may refuse
+        (``LobbyRefused``): the options were computed from the seats read before it. ``also(conn,
+        match)`` runs in the transaction that inserts the match, after :attr:`on_match_insert`
+        (a lobby start keeps its idempotency key there).
 
         The lease is taken before the match row exists, so no other node's takeover scan can take a
         match that is still being created."""
@@ -417,19 +518,20 @@ class MatchManager:
             "seat_count": len(seats), "seats": seats, "seed": seed.hex(), "seed_hash": seed_commitment(seed),
             "status": "running", "lobby_id": lobby_id, "deadlines": {str(k): v for k, v in deadlines.items()},
             "outcome": None, "version": 0, "created_at": now, "ended_at": None,
-            "owner_epoch": 1, "owner_node": self.node_id,
+            "owner_epoch": 1, "owner_node": self.node_id, "rules_version": game.info.rules_version,
         }
         if self.cluster is not None:
             owned, _owner = await self.cluster.claim(match["id"])
             if not owned:  # a fresh random id: only a broken lease store gets here
                 raise RuntimeError(f"could not take the lease of new match {match['id']}")
         try:
+            hook = _both(self.on_match_insert, also)
             if lobby_id is None:
-                await self.repo.create_match(dict(match))
+                await self.repo.create_match(dict(match), also=hook)
             else:  # seats as read under the lobby's lock (only their count was needed above: it is fixed)
                 base = match
                 started = await self.repo.start_lobby_match(lobby_id, lambda locked: {**base, "seats": locked},
-                                                            check_seats)
+                                                            check_seats, also=hook, match_id=base["id"])
                 match = cast(MatchRow, started)
         except BaseException:
             if self.cluster is not None:

@@ -1,7 +1,7 @@
 """The client side of the match protocol, in one place: decode a frame, validate a message, route it.
 
 Every client message goes through here, whatever carries it: a socket on this node
-(``app/api/ws.py``), a socket on another node (its messages arrive over pub/sub, ``app/runtime/cluster.py``)
+(``app/transport/``), a socket on another node (its messages arrive over pub/sub, ``app/runtime/cluster.py``)
 or an in-process bot (``app/runtime/bots.py``). So every seat gets the same validation and the same
 answers (docs/protocol.md). Routing hands a valid ``act`` to the match's single writer
 (:meth:`app.runtime.match.MatchRunner.act`), which applies the rules checks (match over, seat,
@@ -32,6 +32,9 @@ from app.runtime.wire import (
     CLOSE_STORAGE,
     CLOSE_TRY_AGAIN,
     CLOSE_UNAUTHORIZED,
+    CLOSE_UNSUPPORTED_PROTOCOL,
+    PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOLS,
     encode,
     error,
     pong,
@@ -42,7 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CLOSE_BAD_REQUEST", "CLOSE_FORBIDDEN", "CLOSE_HELLO_TIMEOUT", "CLOSE_MATCH_GONE", "CLOSE_MOVED",
            "CLOSE_NOT_FOUND", "CLOSE_REPLACED", "CLOSE_RESEND", "CLOSE_SLOW", "CLOSE_STORAGE", "CLOSE_TRY_AGAIN",
-           "CLOSE_UNAUTHORIZED", "Hello", "ProtocolError", "check_message", "decode", "parse_hello", "route"]
+           "CLOSE_UNAUTHORIZED", "CLOSE_UNSUPPORTED_PROTOCOL", "Hello", "ProtocolError", "check_message", "decode",
+           "decode_text", "parse_hello", "route"]
 
 #: the client messages (``type``)
 CLIENT_TYPES = ("hello", "act", "resume", "ping")
@@ -124,6 +128,12 @@ def decode(frame: Mapping[str, Any], limit: int) -> Any:
     raw = frame.get("text")
     if raw is None:
         raise ProtocolError("malformed_message", BINARY_FRAME)
+    return decode_text(raw, limit)
+
+
+def decode_text(raw: str | bytes, limit: int) -> Any:
+    """A received text message as a JSON value; raises :class:`ProtocolError` as :func:`decode`
+    does for a text frame."""
     problem = None
     if utf8_size_over(raw, limit):
         problem = "message_too_large"
@@ -153,7 +163,7 @@ def _is_count(value: Any) -> TypeGuard[int]:
 # -- hello ------------------------------------------------------------------------------------
 #: the fields each client message may carry (docs/schemas/client.*.json: ``additionalProperties: false``)
 FIELDS: dict[str, frozenset[str]] = {
-    "hello": frozenset(("type", "token", "as", "since_version", "deltas")),
+    "hello": frozenset(("type", "token", "as", "since_version", "deltas", "protocol")),
     "act": frozenset(("type", "seq", "action", "version")),
     "resume": frozenset(("type", "since_version")),
     "ping": frozenset(("type", "t")),
@@ -166,13 +176,15 @@ _HELLO_REQUIRED = "the first message must be {\"type\":\"hello\",\"token\":...}"
 class Hello:
     """The first message on a socket: who connects (``token``), as what (``as_``: None for your
     seat, ``"spectator"`` or ``"admin"``), from which version (``since_version``, None: no events
-    missed), and whether later changes come as ``delta`` messages (``deltas``, default True) or as a
-    full ``state`` each (False)."""
+    missed), whether later changes come as ``delta`` messages (``deltas``, default True) or as a
+    full ``state`` each (False), and the protocol version the client speaks (``protocol``, one of
+    :data:`SUPPORTED_PROTOCOLS`; absent: 1)."""
 
     token: str
     as_: str | None = None
     since_version: int | None = None
     deltas: bool = True
+    protocol: int = PROTOCOL_VERSION
 
 
 def _unknown_fields(value: dict[str, Any], kind: str) -> list[str]:
@@ -187,14 +199,15 @@ def parse_hello(value: Any) -> Hello:
     Raises :class:`ProtocolError` with close 4401: ``hello_required`` when ``value`` is not a
     ``{"type":"hello",...}`` object (nor a text frame at all); ``bad_hello`` for a field the schema
     does not list, a ``token`` that is missing, null or not a string, ``as`` other than
-    ``"spectator"``/``"admin"``, a ``since_version`` that is not an integer >= 0, or ``deltas``
-    other than true/false."""
+    ``"spectator"``/``"admin"``, a ``since_version`` that is not an integer >= 0, ``deltas``
+    other than true/false, or a ``protocol`` that is not an integer; ``unsupported_protocol`` with
+    close 4426 for an integer ``protocol`` not in :data:`SUPPORTED_PROTOCOLS`."""
     if not isinstance(value, dict) or value.get("type") != "hello":
         raise ProtocolError("hello_required", _HELLO_REQUIRED, CLOSE_UNAUTHORIZED)
     extra = _unknown_fields(value, "hello")
     if extra:
         raise ProtocolError("bad_hello", f"hello does not take {', '.join(map(repr, extra))}; its fields are "
-                                         "type, token, as, since_version, deltas", CLOSE_UNAUTHORIZED)
+                                         "type, token, as, since_version, deltas, protocol", CLOSE_UNAUTHORIZED)
     token = value.get("token")
     if not isinstance(token, str):
         raise ProtocolError("bad_hello", "hello needs 'token': a string (your bearer token)", CLOSE_UNAUTHORIZED)
@@ -207,7 +220,17 @@ def parse_hello(value: Any) -> Hello:
     deltas = value.get("deltas", True)
     if not isinstance(deltas, bool):
         raise ProtocolError("bad_hello", "'deltas' must be true or false", CLOSE_UNAUTHORIZED)
-    return Hello(token=token, as_=value.get("as"), since_version=since, deltas=deltas)
+    protocol = value.get("protocol")
+    if protocol is None:  # absent (or null): the first version
+        protocol = 1
+    if not isinstance(protocol, int) or isinstance(protocol, bool):
+        raise ProtocolError("bad_hello", "'protocol' must be an integer (the protocol version you speak)",
+                            CLOSE_UNAUTHORIZED)
+    if protocol not in SUPPORTED_PROTOCOLS:
+        raise ProtocolError("unsupported_protocol", f"this server speaks protocol version "
+                            f"{', '.join(map(str, SUPPORTED_PROTOCOLS))}, not {protocol}",
+                            CLOSE_UNSUPPORTED_PROTOCOL)
+    return Hello(token=token, as_=value.get("as"), since_version=since, deltas=deltas, protocol=protocol)
 
 
 # -- after hello ------------------------------------------------------------------------------
@@ -269,6 +292,6 @@ def route(runner: MatchRunner, peer: Peer, msg: Mapping[str, Any]) -> None:
             return
         runner.attach(peer, since_version=since)
     elif kind == "ping":
-        peer.push(encode(pong(msg.get("t"))))
+        peer.push(encode(pong(msg.get("t"), runner.now())))
     else:  # hello
         peer.push(encode(error("already_authenticated", "hello was already received")))

@@ -1,44 +1,90 @@
 """Rebuild a match from its seed and action log: crash recovery, ``bannerfall replay|verify``, admin replay."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.games import registry
+from app.games import versions
 from app.games.base import Event, Game, IllegalAction, Outcome
 from app.runtime.audience import AudienceBook
+from app.runtime.history import EventHistory
 from app.runtime.rows import LogRow, MatchRow
-from app.runtime.wire import public_prompts
+from app.runtime.step import Effects, RecordRefused, Snapshot, apply_record, recorded_deadlines, start
 
 #: one record's history entry: (the match's version, its events, every audience's version after it)
 HistoryEntry = tuple[int, list[Event], tuple[int, ...]]
 
 
-@dataclass
 class Replayed:
-    game: Game
-    state: Any
-    version: int
-    #: (version, events, audience versions after it) of the last ``keep_events`` versions
-    history: list[HistoryEntry] = field(default_factory=list)
-    #: every audience's version before the oldest entry of ``history`` (what a resume can still replay)
-    history_floor: tuple[int, ...] = ()
-    #: per seat: client_seq -> that seat's audience version after the action, for the dedupe cache
-    client_seqs: dict[int, dict[int, int]] = field(default_factory=dict)
-    last_deadlines: dict[str, float] | None = None
-    #: phase id -> the version at which each phase open at the end started (the stale rule):
-    #: where the phase id first appears in the rows' ``deadlines`` in the run that reaches the end;
-    #: 0 for phases of the match's initial deadlines
-    phase_starts: dict[int, int] = field(default_factory=dict)
-    #: phase id -> every audience's version at the phase's start (the stale rule in audience versions)
-    phase_start_versions: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    #: the audiences' versions and documents at the end (``app/runtime/audience.py``)
-    book: AudienceBook | None = None
+    """A match rebuilt from its log: the :class:`~app.runtime.step.Snapshot` after its last record
+    replayed, the events history, and each seat's client seqs (what a rebuilt runner starts from)."""
+
+    __slots__ = ("client_seqs", "history", "snapshot")
+
+    def __init__(self, snapshot: Snapshot, history: EventHistory | deque[HistoryEntry],
+                 client_seqs: dict[int, dict[int, int]]) -> None:
+        self.snapshot = snapshot
+        #: with audiences: the runner's own :class:`EventHistory` (``keep_events`` records, and every
+        #: audience's last ``keep_events`` visible ones); without: the last ``keep_events``
+        #: ``(version, events, ())``. Iterating either gives ``(version, events, audience versions)``.
+        self.history = history
+        #: per seat: client_seq -> that seat's audience version after the action (the dedupe cache)
+        self.client_seqs = client_seqs
+
+    @property
+    def game(self) -> Game:
+        return self.snapshot.game
+
+    @property
+    def state(self) -> Any:
+        return self.snapshot.state
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
+
+    @property
+    def book(self) -> AudienceBook | None:
+        return self.snapshot.book
+
+    @property
+    def history_floor(self) -> tuple[int, ...]:
+        """Every audience's version before the oldest record of :attr:`history`."""
+        return self.history.start if isinstance(self.history, EventHistory) else ()
 
 
 class ReplayMismatch(Exception):
     """The log does not replay: an action the engine now rejects (code, at version)."""
+
+
+class RulesUnavailable(ReplayMismatch):
+    """No engine here plays the rules version the match was started under (``matches.rules_version``):
+    it was dropped, or is newer than this installation. ``game``, ``needed`` (the match's version)
+    and ``available`` (the versions this installation plays, ascending) say which."""
+
+    def __init__(self, game: str, needed: int | None, available: list[int]) -> None:
+        have = ", ".join(map(str, available)) or "none"
+        super().__init__(f"the match was played under {game} rules version {needed}; this server has "
+                         f"{game} rules version{'s' if len(available) > 1 else ''} {have}")
+        self.game = game
+        self.needed = needed
+        self.available = available
+
+    @property
+    def newer(self) -> bool:
+        """Whether the match's rules are newer than any installed here (a node not upgraded yet)."""
+        return self.needed is not None and all(self.needed > v for v in self.available)
+
+
+def engine_of(match: MatchRow) -> Game:
+    """The engine of the match's rules version (``app.games.versions.engine``). Raises
+    :class:`RulesUnavailable` when this installation has none."""
+    needed = versions.match_rules_version(match)
+    game = versions.engine(match["game"], needed)
+    if game is None:
+        raise RulesUnavailable(match["game"], needed, versions.available_versions(match["game"]))
+    return game
 
 
 def initial_state(game: Game, match: MatchRow):
@@ -48,77 +94,70 @@ def initial_state(game: Game, match: MatchRow):
 
 def replay(match: MatchRow, actions: Iterable[LogRow], *, keep_events: int = 256,
            until: int | None = None, audiences: bool = True) -> Replayed:
-    """Re-run ``actions`` (log rows in ``seq`` order) from the match's seed.
+    """Re-run ``actions`` (log rows in ``seq`` order) from the match's seed, each through
+    :func:`app.runtime.step.apply_record` (the step the live runner takes).
 
-    Raises :class:`ReplayMismatch` if a logged action is rejected or a ``seq`` is missing.
+    Raises :class:`ReplayMismatch` if a logged action is rejected, a ``seq`` is missing or a record
+    follows the end, and :class:`RulesUnavailable` (a ReplayMismatch) before anything is replayed
+    when no engine here plays the match's rules version (``matches.rules_version``): a log is never
+    replayed by rules it was not played under.
     ``until``: stop after that version (admin step-through). ``audiences``: also derive every
-    audience's versions and documents (``book``, the third member of each history entry,
-    ``phase_start_versions``; what a runner rebuilt from the log needs). Without them (``bannerfall
-    verify``/``replay``, the admin step-through) no view is built: history entries carry ``()``."""
-    game = registry()[match["game"]]
+    audience's versions and documents and keep the events history as the runner keeps it (what a
+    runner rebuilt from the log needs). Without them (``bannerfall verify``/``replay``, the admin
+    step-through) no view is built and the history is the last ``keep_events`` records with ``()``
+    for their audience versions."""
+    game = engine_of(match)
     state = initial_state(game, match)
-    out = Replayed(game=game, state=state, version=0, last_deadlines=match.get("deadlines"))
-    out.phase_starts = {int(k): 0 for k in (match.get("deadlines") or {})}
-    book = AudienceBook(game, match["seat_count"], state, "running",
-                        public_prompts(game.prompts(state), _deadlines(match.get("deadlines")))) if audiences else None
-    #: audience versions after each version (index = version), for phase starts
-    after: list[tuple[int, ...]] = [tuple(book.versions) if book is not None else ()]
-    out.history_floor = after[0]
-    status = "running"
+    snapshot = start(game, match["seat_count"], state, parsed_deadlines(match.get("deadlines")),
+                     audiences=audiences)
+    history: EventHistory | deque[HistoryEntry]
+    history = EventHistory(keep_events, len(snapshot.versions), (), snapshot.versions) if audiences \
+        else deque(maxlen=keep_events)
+    client_seqs: dict[int, dict[int, int]] = {}
     for row in actions:
         if until is not None and row["seq"] > until:
             break
-        if row["seq"] != out.version + 1:
-            raise ReplayMismatch(f"log gap: expected seq {out.version + 1}, got {row['seq']}")
-        if row["kind"] == "abort":
-            out.version = row["seq"]
-            out.last_deadlines = row["deadlines"]
-            out.phase_starts = _starts(out.phase_starts, row)
-            status = "aborted"
-            if book is not None:
-                book.advance(state, status, [], [], ())
-            after.append(tuple(book.versions) if book is not None else ())
-            _keep(out, (row["seq"], [], after[-1]), keep_events)
-            continue
-        seat = row["seat"]
-        if seat is None:
-            raise ReplayMismatch(f"seq {row['seq']}: a {row['kind']} record without a seat")
-        try:
-            state, events = game.apply(state, seat, row["action"])
-        except IllegalAction as exc:
-            raise ReplayMismatch(f"seq {row['seq']}: {exc.code}: {exc.message}") from exc
-        out.version = row["seq"]
-        out.last_deadlines = row["deadlines"]
-        out.phase_starts = _starts(out.phase_starts, row)
-        if status == "running" and game.outcome(state) is not None:
-            status = "finished"
-        if book is not None:
-            book.advance(state, status, public_prompts(game.prompts(state), _deadlines(row["deadlines"])), events, ())
-        after.append(tuple(book.versions) if book is not None else ())
+        snapshot, effects = _replayed_step(snapshot, row)
+        if isinstance(history, EventHistory):
+            history.append(snapshot.version, effects.events, snapshot.versions)
+        else:
+            history.append((snapshot.version, effects.events, ()))
         client_seq = row.get("client_seq")
-        if client_seq is not None and book is not None:
-            out.client_seqs.setdefault(seat, {})[client_seq] = book.versions[seat]
-        _keep(out, (row["seq"], events, after[-1]), keep_events)
-    out.state = state
-    out.book = book
-    out.phase_start_versions = {phase: after[start] for phase, start in out.phase_starts.items()}
-    return out
+        seat = row["seat"]
+        if client_seq is not None and seat is not None and audiences:
+            client_seqs.setdefault(seat, {})[client_seq] = snapshot.versions[seat]
+    return Replayed(snapshot, history, client_seqs)
 
 
-def _keep(out: Replayed, entry: HistoryEntry, keep: int) -> None:
-    out.history.append(entry)
-    if len(out.history) > keep:
-        drop = len(out.history) - keep
-        out.history_floor = out.history[drop - 1][2]
-        del out.history[:drop]
+def _replayed_step(snapshot: Snapshot, row: LogRow) -> tuple[Snapshot, Effects]:
+    """:func:`apply_record` of a logged record; a record the step refuses raises
+    :class:`ReplayMismatch` (with its seq and the rule code)."""
+    try:
+        return apply_record(snapshot, row, ())
+    except RecordRefused as exc:
+        raise ReplayMismatch(exc.message) from exc
+    except IllegalAction as exc:
+        raise ReplayMismatch(f"seq {row['seq']}: {exc.code}: {exc.message}") from exc
 
 
-def _deadlines(deadlines: dict[str, float] | None) -> dict[int, float]:
-    return {int(k): v for k, v in (deadlines or {}).items()}
+def parsed_deadlines(deadlines: Mapping[str, float] | None) -> dict[int, float]:
+    """A match row's deadlines (phase id string -> epoch s) keyed by phase id."""
+    return {int(k): float(v) for k, v in (deadlines or {}).items()}
 
 
-def _starts(before: dict[int, int], row: LogRow) -> dict[int, int]:
-    return {int(k): before.get(int(k), row["seq"]) for k in (row["deadlines"] or {})}
+def deadline_disagreements(match: MatchRow, actions: Iterable[LogRow]) -> list[str]:
+    """The records whose logged ``deadlines`` are not those the step derives (``bannerfall
+    verify``): ``["seq 12: logged {...}, derived {...}"]``. Raises as :func:`replay`."""
+    game = engine_of(match)
+    snapshot = start(game, match["seat_count"], initial_state(game, match),
+                     parsed_deadlines(match.get("deadlines")), audiences=False)
+    found: list[str] = []
+    for row in actions:
+        snapshot, _effects = _replayed_step(snapshot, row)
+        derived = recorded_deadlines(snapshot)
+        if (row["deadlines"] or {}) != derived:
+            found.append(f"seq {row['seq']}: logged {row['deadlines']}, derived {derived}")
+    return found
 
 
 def outcome_of(result: Replayed) -> Outcome | None:

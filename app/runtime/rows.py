@@ -20,7 +20,8 @@ class SeatRow(TypedDict):
 
 class MatchRow(TypedDict):
     """A match (table ``matches``). ``seed`` is hex and stays secret until the end; ``seed_hash`` is
-    ``sha256(seed)``; ``deadlines``: phase id (as a string) -> epoch seconds; times in epoch seconds."""
+    ``sha256(seed)``; ``deadlines``: phase id (as a string) -> epoch seconds; times in epoch seconds;
+    ``rules_version``: the game's rules version the match started under (``GameInfo.rules_version``)."""
 
     id: str
     game: str
@@ -38,6 +39,7 @@ class MatchRow(TypedDict):
     ended_at: float | None
     owner_epoch: NotRequired[int]
     owner_node: NotRequired[str | None]
+    rules_version: NotRequired[int]
 
 
 class LogRow(TypedDict):

@@ -18,7 +18,7 @@ import orjson
 from app.games.base import ADMIN, Outcome, Prompt
 
 if TYPE_CHECKING:
-    from app.games.base import Game
+    pass
 
 # -- close codes (docs/protocol.md, "Close codes and bounded times") --------------------------------------
 CLOSE_REPLACED = 4001
@@ -35,6 +35,13 @@ CLOSE_MOVED = CLOSE_RESEND = 4503
 CLOSE_TRY_AGAIN = 1013
 #: RFC 6455 "Internal Error": the match could not be saved
 CLOSE_STORAGE = 1011
+#: ``hello`` asked for a protocol version this server does not speak (HTTP's 426 Upgrade Required)
+CLOSE_UNSUPPORTED_PROTOCOL = 4426
+
+#: the match protocol's version this server speaks (``hello``'s ``protocol``; ``GET /api/v1/version``)
+PROTOCOL_VERSION = 1
+#: every protocol version a ``hello`` may ask for (absent: 1)
+SUPPORTED_PROTOCOLS: tuple[int, ...] = (1,)
 
 #: the server messages (``type``), as documented in docs/protocol.md
 SERVER_TYPES = ("state", "delta", "ack", "error", "ended", "pong")
@@ -64,9 +71,16 @@ def ack(seq: int, version: int) -> dict[str, Any]:
     return {"type": "ack", "seq": seq, "version": version}
 
 
-def pong(t: Any) -> dict[str, Any]:
-    """The answer to ``ping``: the client's ``t`` echoed."""
-    return {"type": "pong", "t": t}
+def server_time(now: float) -> orjson.Fragment:
+    """``server_time`` as encoded on the wire: epoch seconds (the clock of ``deadline_at``) with
+    exactly three decimals, so its length never varies with what else the message holds."""
+    return orjson.Fragment(b"%.3f" % now)
+
+
+def pong(t: Any, now: float) -> dict[str, Any]:
+    """The answer to ``ping``: the client's ``t`` echoed, and ``server_time`` (epoch seconds, the
+    clock of ``deadline_at``) when it was sent."""
+    return {"type": "pong", "t": t, "server_time": server_time(now)}
 
 
 def moved() -> dict[str, Any]:
@@ -86,33 +100,30 @@ def public_prompts(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) ->
              "submitted": p.submitted, "deadline_at": deadlines.get(p.phase_id)} for p in prompts]
 
 
-def state_message(*, match_id: str, game: Game, state: Any, version: int, status: str, viewer: int,
-                  prompts: list[dict[str, Any]], events: list[dict[str, Any]],
-                  events_complete: bool = True) -> dict[str, Any]:
-    """A ``state`` message: ``viewer``'s whole view (``Game.view``, the only path from state to the
-    wire) at ``version``, the public prompts and the events since the last one it was sent.
-    ``events_complete=False`` when older events were no longer in memory (the client refreshes)."""
-    msg = {
-        "type": "state",
-        "match_id": match_id,
-        "game": game.id,
-        "version": version,
-        "status": status,
-        "seat": viewer if viewer >= 0 else None,
-        "viewer": viewer_kind(viewer),
-        "prompts": prompts,
-        "view": game.view(state, viewer),
-        "events": events,
-    }
-    if not events_complete:
-        msg["events_complete"] = False
-    return msg
+def prompts_part(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) -> tuple[bytes, ...]:
+    """:func:`public_prompts`, each ``PromptInfo`` encoded (the prompts of an ``app.parts.Document``)."""
+    dumps = orjson.dumps
+    return tuple([dumps({"seat": p.seat, "kind": p.kind, "phase_id": p.phase_id, "simultaneous": p.simultaneous,
+                         "submitted": p.submitted, "deadline_at": deadlines.get(p.phase_id)}) for p in prompts])
+
+
+_STATUS = {status: orjson.dumps(status) for status in ("running", "finished", "aborted")}
+
+
+def status_part(status: str) -> bytes:
+    """A match status encoded (the status of an ``app.parts.Document``)."""
+    found = _STATUS.get(status)
+    return found if found is not None else orjson.dumps(status)
 
 
 def state_of(*, match_id: str, game_id: str, version: int, viewer: int, doc: Mapping[str, Any],
-             events: list[dict[str, Any]], events_complete: bool = True) -> dict[str, Any]:
+             events: list[dict[str, Any]], now: float, events_complete: bool = True) -> dict[str, Any]:
     """A ``state`` message from an audience's document ``{"status", "prompts", "view"}`` at its
-    audience ``version`` (same shape as :func:`state_message`)."""
+    audience ``version``: the viewer's whole view, the public prompts and the events since the last
+    one it was sent (``events_complete=False`` when older events were no longer in memory: the
+    client refreshes). ``now`` (epoch seconds, the clock of the prompts' ``deadline_at``) is sent as
+    ``server_time``, so a client can count a deadline down on its own clock. ``doc``'s values may be
+    ``orjson.Fragment`` (``app.parts.assemble``)."""
     msg = {
         "type": "state",
         "match_id": match_id,
@@ -124,6 +135,7 @@ def state_of(*, match_id: str, game_id: str, version: int, viewer: int, doc: Map
         "prompts": doc["prompts"],
         "view": doc["view"],
         "events": events,
+        "server_time": server_time(now),
     }
     if not events_complete:
         msg["events_complete"] = False

@@ -20,6 +20,14 @@ it is simply not asked; its delta triggers the next try. Open loop: the same, pa
 actions/s over all matches; a send that finds no idle match waits and its latency is also counted
 from its scheduled time.
 
+Think mode (human pace, ``genbase.ThinkPacer``): each seat plays as its own client would. When its
+own socket's document shows it an unsubmitted prompt (and holds the version its last ack brought),
+the seat starts thinking (a think time drawn from its own seeded generator); when the think is over
+the bot decides from that socket's document as it is then, and sends. Seats think side by side, so in
+a Conquest simultaneous phase several seats are prompted at once and each answers after its own think;
+in a Warrior attack the defender's decision is prompted to the defender alone. Every seat may have
+one action in flight.
+
 Every message is parsed (the bots need the views), so this generator needs more CPU per action than
 ``loadgen.mjs``; the benchmark prints the generator's CPU so a saturated generator shows.
 """
@@ -54,7 +62,12 @@ class Match:
         self.bots = [BOT(seed=cfg.get("bot_seed", 1) * 1000 + index * 10 + s) for s in range(n)]
         self.last_actor = 0
         self.need_version = 0
-        self.in_flight: tuple[int, int, float, float] | None = None
+        # per seat: (seat, seq, sent at, scheduled at) of its action in flight; closed and open loop
+        # keep at most one in flight per match, think mode one per seat
+        self.flights: list[tuple[int, int, float, float] | None] = [None] * n
+        self.need = [0] * n  # think mode: the version seat s's socket must hold before it thinks again
+        self.timers: list[Any] = [None] * n  # think mode: each seat's pending think
+        self.rngs = [random.Random(cfg.get("bot_seed", 1) * 1_000_003 + index * 10 + s) for s in range(n)]
         self.ended = False
         self.queued = False
         self.live = False  # set once every seat socket is connected (genbase.serve / refill)
@@ -62,6 +75,28 @@ class Match:
         self.actions = 0  # acked in this match
         self.rr = index
         self.failures = 0
+
+    @property
+    def in_flight(self) -> tuple[int, int, float, float] | None:
+        """An action of this match in flight (the first seat's), or None."""
+        for f in self.flights:
+            if f is not None:
+                return f
+        return None
+
+    def _prompt(self, seat: int) -> dict[str, Any] | None:
+        """The unsubmitted prompt seat ``seat``'s own socket shows it, if its document is usable."""
+        sd = self.docs[seat]
+        if sd.resyncing or "view" not in sd.doc:
+            return None
+        for pr in sd.prompts:
+            if pr["seat"] == seat and not pr.get("submitted"):
+                return pr
+        return None
+
+    def prompted(self) -> int:
+        """Seats whose own socket shows them a prompt now (think mode's first guess of seats thinking)."""
+        return sum(self._prompt(seat) is not None for seat in range(len(self.tokens)))
 
     def _choose(self) -> tuple[int, dict[str, Any]] | None:
         n = len(self.tokens)
@@ -87,20 +122,53 @@ class Match:
         choice = self._choose()
         if choice is None:
             return False
-        seat, action = choice
+        self._send(*choice, sched)
+        return True
+
+    def _send(self, seat: int, action: dict[str, Any], sched: float | None = None) -> None:
         self.seqs[seat] += 1
         seq = self.seqs[seat]
         t = now()
-        self.in_flight = (seat, seq, t, sched if sched is not None else t)
+        self.flights[seat] = (seat, seq, t, sched if sched is not None else t)
         text = orjson.dumps({"type": "act", "seq": seq, "action": action, "version": self.docs[seat].version}).decode()
         gb.send(self.sockets[seat], text)
         if gb.phase:
             gb.phase.sent += 1
             gb.phase.by_type[action["type"]] = gb.phase.by_type.get(action["type"], 0) + 1
-        return True
+
+    # ------------------------------------------------------------------ think mode
+    def think(self, seat: int) -> None:
+        """Think mode: seat ``seat`` starts thinking if its own socket shows it a prompt and it has
+        nothing in flight, no think pending, and the version its last ack brought."""
+        p = gb.phase
+        if (p is None or not p.sending or p.mode != "think" or not self.live or self.ended
+                or self.timers[seat] is not None or self.flights[seat] is not None
+                or self.docs[seat].version < self.need[seat] or self._prompt(seat) is None):
+            return
+        assert gb.pacer is not None
+        self.timers[seat] = gb.pacer.schedule(self.rngs[seat], lambda: self._answer(seat))
+
+    def _answer(self, seat: int) -> None:
+        """Seat ``seat``'s think is over: the bot decides from its socket's document as it is now."""
+        self.timers[seat] = None
+        assert gb.pacer is not None
+        p = gb.phase
+        prompt = self._prompt(seat)
+        action = None
+        # the prompt may have gone meanwhile (another seat's action): then wait for the next
+        if (p is not None and p.sending and p.mode == "think" and not self.ended and self.flights[seat] is None
+                and prompt is not None):
+            action = self.bots[seat].decide(self.docs[seat].doc["view"], prompt)
+            if action is not None:
+                self._send(seat, action)
+        gb.pacer.end_think(sent=action is not None)
 
     def dispatch(self) -> None:
         p = gb.phase
+        if p is not None and p.mode == "think":
+            for seat in range(len(self.tokens)):
+                self.think(seat)
+            return
         if p is None or not p.sending or not self.is_idle():
             return
         if p.mode == "closed":
@@ -112,6 +180,15 @@ class Match:
         elif not self.queued:
             self.queued = True
             gb.idle.append(self)
+
+    def react(self, seat: int) -> None:
+        """Something arrived on seat ``seat``'s socket: think mode, that seat may start thinking;
+        closed and open loop, the match may send its next action."""
+        p = gb.phase
+        if p is not None and p.mode == "think":
+            self.think(seat)
+        else:
+            self.dispatch()
 
     def on_first(self, seat: int, msg: dict[str, Any]) -> None:
         self.docs[seat].on_state(msg)
@@ -135,7 +212,7 @@ class Match:
             sd.on_state(msg)
             if msg.get("status") not in (None, "running"):
                 self.over()
-            self.dispatch()
+            self.react(seat)
         elif kind == "delta":
             if p:
                 p.count_update("delta", len(text))
@@ -145,12 +222,12 @@ class Match:
                 gb.resume(self.sockets[seat], sd)
             elif sd.doc.get("status") not in (None, "running"):
                 self.over()
-            self.dispatch()
+            self.react(seat)
         elif kind == "ack":
             if p:
                 p.msgs["ack"] += 1
-            f = self.in_flight
-            if f and f[0] == seat and f[1] == msg["seq"]:
+            f = self.flights[seat]
+            if f and f[1] == msg["seq"]:
                 t = now()
                 if p:
                     p.acked += 1
@@ -160,11 +237,12 @@ class Match:
                         p.lat.append((t - f[2]) * 1000)
                         if p.mode == "open":
                             p.sched_lat.append((t - f[3]) * 1000)
-                self.in_flight = None
+                self.flights[seat] = None
                 self.failures = 0
                 self.actions += 1
                 self.last_actor, self.need_version = seat, msg["version"]
-                self.dispatch()
+                self.need[seat] = msg["version"]
+                self.react(seat)
         elif kind == "ended":  # the last message of this socket (after the final ack): close it
             if p:
                 p.msgs["ended"] += 1
@@ -173,14 +251,14 @@ class Match:
         elif kind == "error":
             if p:
                 p.count_error(msg["code"])
-            f = self.in_flight
-            if f and f[0] == seat and f[1] == msg.get("seq"):
-                self.in_flight = None
+            f = self.flights[seat]
+            if f and f[1] == msg.get("seq"):
+                self.flights[seat] = None
                 self.failures += 1
                 if msg["code"] == "stale_version":
                     gb.resume(self.sockets[seat], sd)
                 if self.failures < 20:
-                    gb.asyncio.get_running_loop().call_later(0.01, self.dispatch)
+                    gb.asyncio.get_running_loop().call_later(0.01, self.react, seat)
         elif p:
             p.msgs["other"] += 1
 

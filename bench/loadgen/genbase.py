@@ -12,10 +12,24 @@ does not apply sends ``{"type":"resume","since_version": held}`` and ignores del
 ``state``.
 
 Config keys used here: ``url``, ``matches`` ([{"id", "tokens"}]), ``deflate``, ``full_states``,
-``connect_concurrency``, ``spectators``: ``{"match": id, "tokens": [t, ...], "count": n}`` opens
-``n`` sockets with ``"as": "spectator"`` on match ``id`` (the tokens are used round-robin); their
-messages are counted apart (``spectator_*`` in the result) and they never act; and ``spares``
-([{"id", "tokens"}], matches made over REST before the run, not yet connected).
+``connect_concurrency``, ``spectators``: ``{"match": id, "tokens": [t, ...], "count": n}`` (or a
+list of them, one per watched match) opens ``n`` sockets with ``"as": "spectator"`` on match ``id``
+(the tokens are used round-robin); their messages are counted apart (``spectator_*`` in the result)
+and they never act; ``spares`` ([{"id", "tokens"}], matches made over REST before the run, not yet
+connected); ``source_addresses`` (["127.0.0.1", "127.0.0.2", ...]; default: the system's choice):
+the sockets' local addresses, round-robin, so that more sockets than one address's ephemeral ports
+can reach one server port; ``samples`` is accepted for symmetry with ``loadgen.mjs`` (the Python
+generators always send their latency samples).
+
+Modes of ``run``: ``closed`` (every idle match sends at once), ``open`` (``rate`` sends/s over all
+matches) and ``think`` (human pace, :class:`ThinkPacer`): every seat answers its own prompt, as its
+own socket shows it, after a seeded think time of its own (``think_dist``: ``exp``, exponential, or
+``uniform``, 0.5-1.5 × the mean), so several seats prompted at once (Conquest's simultaneous phases)
+think side by side; the mean is set so that the whole generator acts ``rate_per_match`` × its
+matches per second (or ``rate``); ``"think_adapt": false`` keeps the mean the previous phase reached,
+``"think_tau_s"`` (3) is the smoothing time of the seats thinking, ``"think_retime": false`` leaves the
+pending thinks as drawn (a measured phase after a warm-up: a slow pace that a server's stall does not
+move, so that people think at their pace whatever the server does).
 
 Match slots and spares: each entry of ``matches`` is a slot. A generator whose matches end calls
 :func:`match_over` once per match; if ``serve`` was given a ``make`` function, the slot then takes
@@ -97,6 +111,7 @@ class Phase:
         self.refills = 0  # spares opened into a slot
         self.refill_s = 0.0  # from the end of a match to its slot's spare being connected
         self.dry_at: float | None = None  # when a slot first found no spare left
+        self.think: dict[str, Any] | None = None  # think mode: the pace (ThinkPacer) it ran at
         self.cpu0 = time.process_time()
 
     def count_update(self, kind: str, size: int) -> None:
@@ -112,6 +127,141 @@ class Phase:
     def count_error(self, code: str) -> None:
         self.msgs["error"] += 1
         self.errors[code] = self.errors.get(code, 0) + 1
+
+
+THINK_DISTS = ("exp", "uniform")
+
+
+def unit_think(rng: Any, dist: str) -> float:
+    """One think time in units of the mean (mean 1): exponential (``exp``) or uniform on [0.5, 1.5]
+    (``uniform``), drawn from ``rng`` (a seeded :class:`random.Random`)."""
+    if dist == "exp":
+        return float(rng.expovariate(1.0))
+    if dist == "uniform":
+        return float(rng.uniform(0.5, 1.5))
+    raise ValueError(f"think_dist must be one of {THINK_DISTS}, not {dist!r}")
+
+
+def think_mean_s(thinkers: float, rate: float, answered: float = 1.0, floor_s: float = 0.02) -> float:
+    """The mean think time (s) that makes ``thinkers`` seats thinking on average send ``rate``
+    actions a second in all, when a share ``answered`` of the thinks ends in a send (the others find
+    their prompt gone: another seat's action took it): Little's law (L = λ W, thinks ending at L / W
+    a second, ``answered`` of them sending), so W = ``answered`` × L / λ; at least ``floor_s``."""
+    if rate <= 0:
+        raise ValueError("rate must be > 0")
+    return max(floor_s, answered * thinkers / rate)
+
+
+class ThinkPacer:
+    """Think mode's pace for one generator. Each seat that its own socket shows a prompt draws a
+    think time (:func:`unit_think` × :attr:`mean_s`) and answers when it is over. The mean follows
+    Little's law: the seats thinking at once (time-weighted, smoothed over ``tau_s``) ÷ the target
+    rate, × the share of thinks that end in a send (smoothed too), so a game where several seats
+    think at once (Conquest's simultaneous phases) gets longer thinks than one where one seat is on
+    turn (Provinces), and the generator's total rate is the target whatever the game. The draws are
+    seeded per seat; only their scale follows the pace."""
+
+    def __init__(self, rate: float, dist: str = "exp", thinkers: float = 1.0, tau_s: float = 3.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        if dist not in THINK_DISTS:
+            raise ValueError(f"think_dist must be one of {THINK_DISTS}, not {dist!r}")
+        self.rate, self.dist, self.tau_s, self.clock = rate, dist, tau_s, clock
+        self.thinking = 0  # seats whose think timer is pending
+        self.thinkers = float(thinkers)  # smoothed time-weighted mean of ``thinking``
+        self.answered = 1.0  # smoothed share of thinks that ended in a send
+        self._ended = self._sent = 0  # thinks ended / of them sent, since the last tick
+        self.mean_s = think_mean_s(self.thinkers, rate)
+        self._area = 0.0
+        self._t_last = self._t_window = clock()
+        self.pending: set[Thought] = set()  # thinks scheduled by :meth:`schedule`
+        self._timed_at_mean = self.mean_s  # the mean their timers were last set for
+        #: frozen: the mean stays as it is (the smoothed figures go on); a measured phase is played at
+        #: a fixed mean, as people think whatever the server does (a stalled server then gets fewer
+        #: actions, as the reference room's clients give it), after a warm-up that set it
+        self.frozen = False
+        #: re-time the pending thinks when the mean moves (off: only new thinks get the new mean)
+        self.retime = True
+
+    def set_rate(self, rate: float) -> None:
+        self.rate = rate
+        if not self.frozen:
+            self.mean_s = think_mean_s(self.thinkers, rate, self.answered)
+            self._retime()
+
+    def schedule(self, rng: Any, callback: Callable[[], None]) -> Thought:
+        """A seat starts thinking: ``callback()`` runs on the running loop when its think is over
+        (the callback calls :meth:`end_think`). While it thinks, a change of the mean by more than
+        5 % re-times it (its draw × the new mean from its start), so that the thinks pending follow
+        the pace at once instead of one think time later."""
+        self._account()
+        self.thinking += 1
+        th = Thought(self.clock(), unit_think(rng, self.dist), callback)
+        th.handle = asyncio.get_running_loop().call_later(th.unit * self.mean_s, self._fire, th)
+        self.pending.add(th)
+        return th
+
+    def _fire(self, th: Thought) -> None:
+        self.pending.discard(th)
+        th.callback()
+
+    def _retime(self) -> None:
+        if not self.retime or not self.pending or abs(self.mean_s / self._timed_at_mean - 1) <= 0.05:
+            return
+        self._timed_at_mean = self.mean_s
+        loop, t = asyncio.get_running_loop(), self.clock()
+        for th in self.pending:
+            if th.handle is not None:
+                th.handle.cancel()
+            th.handle = loop.call_later(max(0.0, th.t_start + th.unit * self.mean_s - t), self._fire, th)
+
+    def _account(self) -> None:
+        t = self.clock()
+        self._area += self.thinking * (t - self._t_last)
+        self._t_last = t
+
+    def start_think(self, rng: Any) -> float:
+        """A seat starts thinking: its think time in seconds."""
+        self._account()
+        self.thinking += 1
+        return unit_think(rng, self.dist) * self.mean_s
+
+    def end_think(self, sent: bool = True) -> None:
+        """A seat's think is over; ``sent``: it sent an action (else its prompt was gone)."""
+        self._account()
+        self.thinking = max(0, self.thinking - 1)
+        self._ended += 1
+        self._sent += sent
+
+    def tick(self) -> None:
+        """Fold the time-weighted thinkers since the last tick into the smoothed mean; new mean."""
+        self._account()
+        dt = self._t_last - self._t_window
+        if dt <= 0:
+            return
+        window = self._area / dt
+        self._area, self._t_window = 0.0, self._t_last
+        alpha = min(1.0, dt / self.tau_s)
+        self.thinkers += alpha * (window - self.thinkers)
+        if self._ended:
+            self.answered += alpha * min(1.0, self._ended / 20) * (self._sent / self._ended - self.answered)
+            self._ended = self._sent = 0
+        if not self.frozen:
+            self.mean_s = think_mean_s(self.thinkers, self.rate, self.answered)
+            self._retime()
+
+
+class Thought:
+    """A seat's pending think (:meth:`ThinkPacer.schedule`): its draw in units of the mean, when it
+    started, the callback at its end and the loop's timer."""
+
+    __slots__ = ("callback", "handle", "t_start", "unit")
+
+    def __init__(self, t_start: float, unit: float, callback: Callable[[], None]) -> None:
+        self.t_start, self.unit, self.callback = t_start, unit, callback
+        self.handle: asyncio.TimerHandle | None = None
+
+
+pacer: ThinkPacer | None = None
 
 
 class LagMonitor:
@@ -241,9 +391,17 @@ def hello(token: str, spectator: bool = False) -> str:
     return orjson.dumps(msg).decode()
 
 
+opened = [0]  # sockets opened so far: the next one's source address (``source_addresses``)
+
+
 async def open_socket(match_id: str) -> LeanSocket:
+    addrs = CFG.get("source_addresses") or None
+    local = None
+    if addrs:
+        local = addrs[opened[0] % len(addrs)]
+        opened[0] += 1
     return await connect(f"{CFG['url']}/ws/matches/{match_id}", compression=bool(CFG.get("deflate")),
-                         max_size=2**24, timeout=60)
+                         max_size=2**24, timeout=60, local_host=local)
 
 
 seat_sockets: list[Any] = []  # every seat socket opened (aborted at ``quit``)
@@ -397,11 +555,26 @@ def slot_counters(p: Phase, t_end: float) -> dict[str, Any]:
 
 async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable[[GenMatch], None] | None = None
               ) -> dict[str, Any]:
-    """One phase: closed loop (every idle match sends at once) or open loop (``rate`` sends/s, each
+    """One phase: closed loop (every idle match sends at once), open loop (``rate`` sends/s, each
     to an idle match; a send that finds none waits in a backlog and is also timed from its
-    scheduled time). Returns the ``result`` event."""
-    global phase
-    p = phase = Phase(cmd["mode"], cmd["seconds"], cmd.get("rate"))
+    scheduled time) or think mode (every seat answers its own prompts after its own think time,
+    :class:`ThinkPacer`; ``rate_per_match`` × matches, or ``rate``, actions/s in all; the matches'
+    ``dispatch`` starts their seats' thinks). Returns the ``result`` event."""
+    global phase, pacer
+    rate = cmd.get("rate")
+    if cmd["mode"] == "think":
+        rate = cmd["rate_per_match"] * len(matches) if cmd.get("rate_per_match") else rate
+        if not rate or rate <= 0:
+            raise ValueError("think mode needs rate_per_match or rate > 0")
+        if pacer is None:  # the seats prompted now (a match without ``prompted``: one seat each)
+            thinkers = sum(m.prompted() if hasattr(m, "prompted") else 1 for m in matches)
+            pacer = ThinkPacer(rate, cmd.get("think_dist", "exp"), thinkers=max(1, thinkers))
+        pacer.frozen = False
+        pacer.set_rate(rate)
+        pacer.frozen = not cmd.get("think_adapt", True)  # False: the mean stays as the last phase left it
+        pacer.tau_s = float(cmd.get("think_tau_s", 3.0))
+        pacer.retime = bool(cmd.get("think_retime", True))
+    p = phase = Phase(cmd["mode"], cmd["seconds"], rate)
     idle.clear()
     for m in matches:
         m.queued = False
@@ -428,6 +601,19 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
                     p.backlog.append(sched)
             p.max_backlog = max(p.max_backlog, len(p.backlog))
             await asyncio.sleep(0.001)
+    elif p.mode == "think":
+        assert pacer is not None
+        thinkers, means = [], []
+        while now() < p.t_end:
+            await asyncio.sleep(min(0.25, max(0.0, p.t_end - now())))
+            pacer.tick()
+            thinkers.append(pacer.thinkers)
+            means.append(pacer.mean_s)
+        p.think = {"dist": pacer.dist, "target_rate": p.rate, "mean_think_s": round(pacer.mean_s, 4),
+                   "adapted": not pacer.frozen,
+                   "answered_share": round(pacer.answered, 3),
+                   "mean_think_s_avg": round(sum(means) / len(means), 4) if means else None,
+                   "thinkers_avg": round(sum(thinkers) / len(thinkers), 2) if thinkers else None}
     else:
         await asyncio.sleep(p.seconds)
     p.sending = False
@@ -460,7 +646,7 @@ async def run(cmd: dict[str, Any], matches: Sequence[GenMatch], before: Callable
             "latency_samples": [round(x, 3) for x in p.lat],
             "sched_latency_samples": [round(x, 3) for x in p.sched_lat] if p.mode == "open" else None,
             "loadgen_loop_lag": lag_monitor.take(),
-            "in_flight_left": busy, "loadgen_cpu_s": cpu,
+            "in_flight_left": busy, "loadgen_cpu_s": cpu, "think": p.think,
             "loadgen_event_loop_utilization": None, **slot_info}
 
 
@@ -490,10 +676,11 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
             await connect_spectator(match_id, token)
 
     await asyncio.gather(*(guarded(m, s) for m in matches for s in range(len(m.tokens))))
-    spec = CFG.get("spectators")
-    if spec and spec.get("count"):
+    specs = CFG.get("spectators") or []
+    for spec in [specs] if isinstance(specs, dict) else specs:
         toks = spec["tokens"]
-        await asyncio.gather(*(guarded_spectator(spec["match"], toks[i % len(toks)]) for i in range(spec["count"])))
+        await asyncio.gather(*(guarded_spectator(spec["match"], toks[i % len(toks)])
+                               for i in range(spec.get("count") or 0)))
     for i, m in enumerate(slots):
         m.slot, m.live = i, True
     settle_heap()

@@ -78,7 +78,8 @@ class LeanSocket(asyncio.Protocol):
         if exc is None and self.protocol.close_rcvd is None:
             exc = ConnectionResetError("the connection closed without a close frame")
         elif exc is None and self.protocol.close_rcvd is not None and self.protocol.close_rcvd.code not in (1000, 1001):
-            exc = ConnectionClosed(self.protocol.close_rcvd, self.protocol.close_sent)
+            exc = ConnectionClosed(self.protocol.close_rcvd, self.protocol.close_sent,
+                                   self.protocol.close_rcvd_then_sent)
         self.close_exc = exc
         self._fail(exc or ConnectionResetError("closed"))
         if self.on_close is not None:
@@ -146,12 +147,15 @@ class LeanSocket(asyncio.Protocol):
         self._flush()
 
 
-async def connect(url: str, *, max_size: int, compression: bool, timeout: float) -> LeanSocket:
-    """Open ``url`` (``ws://host:port/path``) and finish the handshake within ``timeout`` seconds."""
+async def connect(url: str, *, max_size: int, compression: bool, timeout: float,
+                  local_host: str | None = None) -> LeanSocket:
+    """Open ``url`` (``ws://host:port/path``) and finish the handshake within ``timeout`` seconds;
+    ``local_host``: the socket's own address (e.g. ``127.0.0.2``; any free port), default the system's."""
     wsuri = parse_uri(url)
     loop = asyncio.get_running_loop()
     _, sock = await asyncio.wait_for(
         loop.create_connection(lambda: LeanSocket(url, max_size=max_size, compression=compression),
-                               wsuri.host, wsuri.port), timeout)
+                               wsuri.host, wsuri.port,
+                               local_addr=(local_host, 0) if local_host else None), timeout)
     await asyncio.wait_for(asyncio.shield(sock._opened), timeout)
     return sock

@@ -18,7 +18,26 @@
 //                                                            given to an idle match; when none is idle
 //                                                            the send waits and its latency is also
 //                                                            counted from its scheduled time
+//   {"cmd": "run", "mode": "think", "seconds": S, "rate_per_match": R, "think_dist": "exp"|"uniform"}
+//                                                            human pace: the seat on turn answers
+//                                                            its prompt, as its own socket shows it,
+//                                                            after a seeded think time (exponential,
+//                                                            or uniform on 0.5-1.5 x the mean); the
+//                                                            mean follows Little's law (seats thinking
+//                                                            ÷ target rate, as genbase.ThinkPacer) so
+//                                                            that the generator acts R x its matches
+//                                                            per second (or "rate" in all);
+//                                                            "think_adapt": false keeps the mean
+//                                                            the previous phase reached
 //   {"cmd": "quit"}
+//
+// More config: "spectators" may be a list of {"match", "tokens", "count"} (one per watched match);
+// "source_addresses": ["127.0.0.1", "127.0.0.2", ...] are the sockets' local addresses, round-robin
+// (more sockets than one address's ephemeral ports to one server port); "samples": true adds every
+// latency sample (ms) to the result (latency_samples), so several generators' percentiles merge
+// exactly; "bot_seed" seeds the think times. Every result has the generator's own event-loop lag
+// (loadgen_loop_lag: a 5 ms ticker's lateness, as genbase.LagMonitor), so its tail is told from
+// the server's.
 //
 // Only the seat on turn may act in Provinces: the action is `set_dealing` (cycling the three modes)
 // `dealing_per_turn` times, then `end_turn`. Every message on every socket is counted. "parse":
@@ -50,6 +69,115 @@ const keepView = parseMode === "all";
 
 function out(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
+}
+
+// ---------------------------------------------------------------------------- think mode
+// mulberry32: a small seeded generator (the think times are the same run to run for one seed)
+function seeded(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function unitThink(rng, dist) {
+  if (dist === "exp") return -Math.log(1 - rng());
+  if (dist === "uniform") return 0.5 + rng();
+  throw new Error(`think_dist must be exp or uniform, not ${dist}`);
+}
+
+// The mean think time (s) follows Little's law: seats thinking (time-weighted, smoothed over 3 s)
+// ÷ the target rate × the share of thinks that ended in a send, as genbase.ThinkPacer.
+class ThinkPacer {
+  constructor(rate, dist, thinkers) {
+    unitThink(() => 0.5, dist);
+    this.rate = rate;
+    this.dist = dist;
+    this.thinking = 0;
+    this.thinkers = thinkers;
+    this.answered = 1.0; // smoothed share of thinks that ended in a send
+    this.ended = 0;
+    this.sentN = 0;
+    this.tau = 3.0;
+    this.frozen = false; // a measured phase: the mean stays (genbase.ThinkPacer.frozen)
+    this.meanS = Math.max(0.02, thinkers / rate);
+    this.area = 0;
+    this.tLast = this.tWindow = performance.now() / 1000;
+  }
+
+  setRate(rate) {
+    this.rate = rate;
+    if (!this.frozen) this.meanS = Math.max(0.02, this.answered * this.thinkers / rate);
+  }
+
+  account() {
+    const t = performance.now() / 1000;
+    this.area += this.thinking * (t - this.tLast);
+    this.tLast = t;
+  }
+
+  startThink(rng) {
+    this.account();
+    this.thinking++;
+    return unitThink(rng, this.dist) * this.meanS;
+  }
+
+  endThink(sent) {
+    this.account();
+    this.thinking = Math.max(0, this.thinking - 1);
+    this.ended++;
+    if (sent) this.sentN++;
+  }
+
+  tick() {
+    this.account();
+    const dt = this.tLast - this.tWindow;
+    if (dt <= 0) return;
+    const window = this.area / dt;
+    this.area = 0;
+    this.tWindow = this.tLast;
+    const alpha = Math.min(1, dt / this.tau);
+    this.thinkers += alpha * (window - this.thinkers);
+    if (this.ended) {
+      this.answered += alpha * Math.min(1, this.ended / 20) * (this.sentN / this.ended - this.answered);
+      this.ended = 0;
+      this.sentN = 0;
+    }
+    if (!this.frozen) this.meanS = Math.max(0.02, this.answered * this.thinkers / this.rate);
+  }
+}
+
+let pacer = null;
+
+// ---------------------------------------------------------------------------- own loop lag
+// a 5 ms ticker notes how late it runs: this process was busy while acks may have waited in its sockets
+const lagPeriod = 5;
+let lags = [];
+let lagNext = 0;
+function lagTick() {
+  const t = performance.now();
+  lags.push(Math.max(0, t - lagNext));
+  lagNext = t + lagPeriod;
+  setTimeout(lagTick, lagPeriod);
+}
+function lagTake() {
+  const l = lags;
+  lags = [];
+  const s = Float64Array.from(l).sort();
+  return { max_ms: s.length ? Math.round(s[s.length - 1] * 1000) / 1000 : null, p99_ms: pct(s, 0.99),
+           over_10ms: l.filter((x) => x > 10).length };
+}
+
+let opened = 0;
+function wsOptions() {
+  const o = { perMessageDeflate: !!cfg.deflate };
+  const addrs = cfg.source_addresses;
+  if (addrs && addrs.length) o.localAddress = addrs[opened++ % addrs.length];
+  return o;
 }
 
 // ---------------------------------------------------------------------------- raw scanning
@@ -206,6 +334,19 @@ class Match {
     this.inFlight = null;
     this.ended = false;
     this.queued = false;
+    this.timer = null; // think mode: the pending think of the seat on turn
+    this.rng = seeded(((cfg.bot_seed ?? 1) * 1000003 + index * 10) >>> 0);
+  }
+
+  // think mode: the seat on turn (as its own socket shows it) starts thinking, then answers
+  think() {
+    if (!phase || !phase.sending || phase.mode !== "think" || this.timer !== null || !this.isIdle()) return;
+    const delay = pacer.startThink(this.rng);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const sent = !!(phase && phase.sending && phase.mode === "think" && this.isIdle() && this.send());
+      pacer.endThink(sent);
+    }, delay * 1000);
   }
 
   onTurn(seat) {
@@ -267,6 +408,7 @@ class Match {
   }
 
   dispatch() {
+    if (phase && phase.mode === "think") { this.think(); return; }
     if (!phase || !phase.sending || !this.isIdle()) return;
     if (phase.mode === "closed") {
       this.send();
@@ -370,7 +512,7 @@ class Match {
 // ---------------------------------------------------------------------------- connecting
 function connect(match, seat) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${cfg.url}/ws/matches/${match.id}`, { perMessageDeflate: !!cfg.deflate });
+    const ws = new WebSocket(`${cfg.url}/ws/matches/${match.id}`, wsOptions());
     let first = true;
     const timer = setTimeout(() => reject(new Error(`connect timeout ${match.id}/${seat}`)), 60000);
     ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token: match.tokens[seat], deltas: wantDeltas })));
@@ -406,7 +548,7 @@ const spectatorSockets = [];
 // resumes on a gap. Never acts.
 function connectSpectator(matchId, token) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${cfg.url}/ws/matches/${matchId}`, { perMessageDeflate: !!cfg.deflate });
+    const ws = new WebSocket(`${cfg.url}/ws/matches/${matchId}`, wsOptions());
     let first = true;
     let version = -1;
     let resyncing = false;
@@ -472,20 +614,20 @@ async function connectAll() {
     })());
   }
   await Promise.all(workers);
-  const spec = cfg.spectators;
-  if (spec && spec.count) {
-    let nextSpec = 0;
-    const specWorkers = [];
-    for (let w = 0; w < (cfg.connect_concurrency || 32); w++) {
-      specWorkers.push((async () => {
-        while (nextSpec < spec.count) {
-          const i = nextSpec++;
-          await connectSpectator(spec.match, spec.tokens[i % spec.tokens.length]);
-        }
-      })());
-    }
-    await Promise.all(specWorkers);
+  const specs = Array.isArray(cfg.spectators) ? cfg.spectators : cfg.spectators ? [cfg.spectators] : [];
+  const specJobs = [];
+  for (const spec of specs) for (let i = 0; i < (spec.count || 0); i++) specJobs.push([spec.match, spec.tokens[i % spec.tokens.length]]);
+  let nextSpec = 0;
+  const specWorkers = [];
+  for (let w = 0; w < (cfg.connect_concurrency || 32); w++) {
+    specWorkers.push((async () => {
+      while (nextSpec < specJobs.length) {
+        const [matchId, token] = specJobs[nextSpec++];
+        await connectSpectator(matchId, token);
+      }
+    })());
   }
+  await Promise.all(specWorkers);
   return { sockets: jobs.length, spectators: spectatorSockets.length, connect_s: (performance.now() - t0) / 1000,
            deflate_negotiated: deflated, deltas_requested: wantDeltas };
 }
@@ -506,13 +648,32 @@ function summary(arr) {
 
 function run(cmd) {
   return new Promise((resolve) => {
-    phase = new Phase(cmd.mode, cmd.seconds, cmd.rate);
+    let rate = cmd.rate;
+    if (cmd.mode === "think") {
+      rate = cmd.rate_per_match ? cmd.rate_per_match * matches.length : rate;
+      if (!(rate > 0)) throw new Error("think mode needs rate_per_match or rate > 0");
+      if (pacer === null) pacer = new ThinkPacer(rate, cmd.think_dist || "exp", Math.max(1, matches.length));
+      pacer.frozen = false;
+      pacer.setRate(rate);
+      pacer.frozen = cmd.think_adapt === false; // the mean stays as the last phase left it
+      pacer.tau = cmd.think_tau_s ?? 3.0; // (no pending-think re-timing here: one seat thinks per match)
+    }
+    phase = new Phase(cmd.mode, cmd.seconds, rate);
     const p = phase;
     idle.length = 0;
     for (const m of matches) m.queued = false;
     let ticker = null;
+    const thinkers = [];
+    const means = [];
     if (p.mode === "closed") {
       for (const m of matches) m.dispatch();
+    } else if (p.mode === "think") {
+      for (const m of matches) m.dispatch();
+      ticker = setInterval(() => {
+        pacer.tick();
+        thinkers.push(pacer.thinkers);
+        means.push(pacer.meanS);
+      }, 250);
     } else {
       for (const m of matches) m.dispatch();
       let k = 0;
@@ -569,6 +730,16 @@ function run(cmd) {
             latency: summary(p.lat), sched_latency: p.mode === "open" ? summary(p.schedLat) : null,
             max_backlog: p.maxBacklog, matches_ended: p.ended, in_flight_left: busy,
             loadgen_cpu_s: (cpu.user + cpu.system) / 1e6, loadgen_event_loop_utilization: elu.utilization,
+            loadgen_loop_lag: lagTake(),
+            think: p.mode === "think" ? {
+              dist: pacer.dist, target_rate: p.rate, mean_think_s: Math.round(pacer.meanS * 1e4) / 1e4,
+              answered_share: Math.round(pacer.answered * 1000) / 1000, adapted: !pacer.frozen,
+              mean_think_s_avg: means.length ? Math.round(means.reduce((a, b) => a + b, 0) / means.length * 1e4) / 1e4 : null,
+              thinkers_avg: thinkers.length ? Math.round(thinkers.reduce((a, b) => a + b, 0) / thinkers.length * 100) / 100 : null,
+            } : null,
+            ...(cfg.samples ? { latency_samples: p.lat.map((x) => Math.round(x * 1000) / 1000),
+                                sched_latency_samples: p.mode === "open" ? p.schedLat.map((x) => Math.round(x * 1000) / 1000) : null }
+                            : {}),
           });
           phase = null;
         }
@@ -582,12 +753,15 @@ let quitting = false;
 async function main() {
   cfg.matches.forEach((spec, i) => matches.push(new Match(spec, i)));
   const info = await connectAll();
+  lagNext = performance.now() + lagPeriod;
+  setTimeout(lagTick, lagPeriod);
   out({ event: "ready", ...info });
   const rl = readline.createInterface({ input: process.stdin });
   for await (const line of rl) {
     if (!line.trim()) continue;
     const cmd = JSON.parse(line);
     if (cmd.cmd === "run") {
+      lagTake();
       out(await run(cmd));
     } else if (cmd.cmd === "quit") {
       break;

@@ -7,9 +7,11 @@ Provinces only: the seat on turn plays ``set_dealing`` (cycling the modes) ``dea
 times, then ``end_turn``. Each seat's socket keeps its own audience version and prompts (from its
 ``state`` and ``delta`` messages); a match is idle when the ``ack`` of its last action is in, the
 actor's socket holds that version, and the seat on turn has seen its own prompt on its own socket.
+Think mode (``genbase.ThinkPacer``): the seat on turn answers after a seeded think time.
 """
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,7 @@ def scan_state(s: str) -> tuple[int, int | None]:
 
 
 class Match:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], index: int = 0) -> None:
         self.id = spec["id"]
         self.tokens = spec["tokens"]
         n = len(self.tokens)
@@ -62,6 +64,8 @@ class Match:
         self.queued = False
         self.actions = 0  # acked in this match
         self.live, self.slot = False, 0  # set by genbase.serve (this generator plays no spares)
+        self.timer: Any = None  # think mode: the pending think of the seat on turn
+        self.rng = random.Random(gb.CFG.get("bot_seed", 1) * 1_000_003 + index * 10)
 
     def on_turn(self, seat: int) -> int | None:
         """The seat on turn as seat ``seat``'s socket last saw it."""
@@ -104,8 +108,27 @@ class Match:
             gb.phase.by_type[action["type"]] = gb.phase.by_type.get(action["type"], 0) + 1
         return True
 
+    def think(self) -> None:
+        """Think mode (genbase.ThinkPacer): the seat on turn, as its own socket shows it, starts
+        thinking; when the think is over it sends if the match is still idle."""
+        p = gb.phase
+        if p is None or not p.sending or p.mode != "think" or self.timer is not None or not self.is_idle():
+            return
+        assert gb.pacer is not None
+        self.timer = gb.pacer.schedule(self.rng, self._answer)
+
+    def _answer(self) -> None:
+        self.timer = None
+        assert gb.pacer is not None
+        p = gb.phase
+        sent = p is not None and p.sending and p.mode == "think" and self.is_idle() and self.send()
+        gb.pacer.end_think(sent=bool(sent))
+
     def dispatch(self) -> None:
         p = gb.phase
+        if p is not None and p.mode == "think":
+            self.think()
+            return
         if p is None or not p.sending or not self.is_idle():
             return
         if p.mode == "closed":
@@ -190,7 +213,7 @@ class Match:
 
 
 async def main() -> None:
-    await gb.serve([Match(s) for s in cfg["matches"]])
+    await gb.serve([Match(s, i) for i, s in enumerate(cfg["matches"])])
 
 
 if __name__ == "__main__":

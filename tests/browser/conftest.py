@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess
+from tests.timing import scaled
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
@@ -56,9 +57,9 @@ class Pages:
         self.contexts: list = []
         self.errors: list[str] = []
 
-    def new(self, path: str = "/"):
-        ctx = self.browser.new_context(viewport=VIEWPORT)
-        ctx.set_default_timeout(20_000)
+    def new(self, path: str = "/", *, viewport: dict | None = None):
+        ctx = self.browser.new_context(viewport=viewport or VIEWPORT)
+        ctx.set_default_timeout(scaled(20) * 1000)  # a loaded machine waits longer (tests/timing.py)
         self.contexts.append(ctx)
         page = ctx.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
@@ -79,7 +80,7 @@ def _polling_wait(page):
     import time
 
     def wait_for_function(expression: str, *, timeout: float | None = None, **_ignored):
-        deadline = time.monotonic() + (20_000 if timeout is None else timeout) / 1000
+        deadline = time.monotonic() + (scaled(20_000) if timeout is None else timeout) / 1000
         while True:
             value = page.evaluate(expression)
             if value:

@@ -17,16 +17,22 @@ def _me(page) -> dict:
 
 
 async def _play_a_match(url: str, token: str) -> str:
-    """The player (by its token) plays one short Provinces match against a server bot to the end."""
-    async with RestClient(url, token, timeout=15.0) as host:
-        lobby = await host.create_lobby("provinces", 2, {"max_rounds": 2})
-        await host.fill_bots(lobby["id"], "smart")
+    """The player (by its token) plays one short rated Provinces match to the end against another
+    account (rated matches are between accounts only)."""
+    async with RestClient(url, token, timeout=15.0) as host, RestClient(url, timeout=15.0) as rival:
+        await rival.register("Rival")
+        await rival.claim("wrens-rival", "the rival's password")
+        lobby = await host.create_lobby("provinces", 2, {"max_rounds": 2}, rated=True)
+        await rival.join(lobby["id"])
         match_id = (await host.start(lobby["id"]))["match_id"]
-        sock = MatchSocket(url, match_id, token)
-        await sock.connect()
-        ended = await play(sock, make_bot("provinces", "smart", 0).decide, idle_timeout=120)
-        await sock.close()
-        assert ended["type"] == "ended"
+        socks = [MatchSocket(url, match_id, c.token) for c in (host, rival)]
+        for sock in socks:
+            await sock.connect()
+        ended = await asyncio.gather(*(play(sock, make_bot("provinces", "smart", i).decide, idle_timeout=120)
+                                       for i, sock in enumerate(socks)))
+        for sock in socks:
+            await sock.close()
+        assert [e["type"] for e in ended] == ["ended", "ended"]
         return match_id
 
 
@@ -72,14 +78,44 @@ def test_sign_up_sign_in_elsewhere_then_the_leaderboard_after_a_match(pages, liv
     me_row = f"#leaderboard tr[data-player='{guest['player']['id']}']"
     for _ in range(100):  # rated in the background once the match ends: reload until it shows
         first.wait_for_selector("#my-rank")
-        if first.query_selector(me_row):
+        if "provisional" in first.inner_text("#my-rank"):
             break
         first.wait_for_timeout(200)
         first.reload()
-    first.wait_for_selector(me_row)
-    assert "Your rank: 1" in first.inner_text("#my-rank")
+    # one rated match: the rating is provisional, so it is not listed, and the page says so
+    mine = first.inner_text("#my-rank")
+    assert "provisional" in mine and "1 of 10" in mine, mine
+    assert not first.query_selector(me_row)
+    assert "1000" in first.inner_text("#rating-note")
     screenshot(first, "leaderboard.png")
-    first.click(f"{me_row} a")
+    first.goto(live_server.url + f"/#/player/{guest['player']['id']}")
     first.wait_for_selector(f"#profile-matches tr[data-match='{match_id}']")
     assert first.inner_text("#profile-ratings tr[data-game='provinces'] td.wins") in ("0", "1")
+    shown = first.inner_text("#profile-ratings tr[data-game='provinces'] td.rating")
+    assert "provisional" in shown and int(shown.split()[0]) >= 0     # a display rating, never negative
+    # the page says what the number is, beside it
+    note = first.inner_text("#rating-note")
+    assert "1000" in note and "uncertainty" in note and "never below 0" in note
     screenshot(first, "profile.png")
+
+
+def test_lobby_seats_tell_an_account_holder_from_a_guest_of_the_same_name(pages, live_server):
+    """A guest may choose any display name, an account holder's too: the lobby's seats (and the
+    lobby list's host) show the account holder's @username and mark the guest as a guest."""
+    from .conftest import rest
+
+    holder = rest(live_server, "POST", "/players", json={"name": "Nova"})["token"]
+    rest(live_server, "POST", "/accounts/claim", holder, json={"username": "nova_star", "password": "nova's secret"})
+    lobby = rest(live_server, "POST", "/lobbies", holder, json={"game": "provinces", "seats": 2})
+    assert lobby["seats"][0]["username"] == "nova_star"
+    page = pages.new()
+    sign_in(page, "Nova")  # the same display name, as a guest
+    rest(live_server, "POST", f"/lobbies/{lobby['id']}/join", _me(page)["token"])
+    seats = rest(live_server, "GET", f"/lobbies/{lobby['id']}", holder)["seats"]
+    assert [(s["player"]["name"], s["username"]) for s in seats] == [("Nova", "nova_star"), ("Nova", None)]
+    page.goto(f"{live_server.url}/#/lobby/{lobby['id']}")
+    page.wait_for_selector("li[data-seat='0'] .seat-username:has-text('@nova_star')")
+    page.wait_for_selector("li[data-seat='1'] .tag.guest")
+    assert page.locator("li[data-seat='0'] .tag.guest").count() == 0
+    page.goto(f"{live_server.url}/#/")
+    page.wait_for_selector(f"tr[data-lobby='{lobby['id']}'] .seat-username:has-text('@nova_star')")

@@ -23,7 +23,7 @@ def test_admin_opens_a_match_steps_its_replay_and_aborts_another(pages, live_ser
     admin = pages.new("/admin")
     admin.fill("#admin-token", "not-the-token")
     admin.click("#admin-login")
-    admin.wait_for_selector(".login .error:has-text('unknown token')")
+    admin.wait_for_selector(".login .error:has-text('knows no such token')")
     admin.fill("#admin-token", live_server.admin_token)
     admin.click("#admin-login")
     admin.wait_for_selector("#filter-status")

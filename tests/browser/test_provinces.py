@@ -138,6 +138,7 @@ def _token(page) -> str:
 def test_reconnect_in_the_middle_of_a_turn(pages, live_server):
     ann = pages.new()
     sign_in(ann, "ann")
+    ann.select_option("#new-game", "provinces")  # the form lists the installed games by id
     ann.fill("#new-seats", "2")
     ann.fill("#opt-turn_seconds", "120")
     ann.click("#create-lobby")
@@ -182,6 +183,7 @@ def test_reconnect_in_the_middle_of_a_turn(pages, live_server):
 def test_sort_and_move_through_the_page(pages):
     ann = pages.new()
     sign_in(ann, "ann")
+    ann.select_option("#new-game", "provinces")  # the form lists the installed games by id
     ann.fill("#new-seats", "2")
     ann.fill("#opt-turn_seconds", "120")
     ann.click("#create-lobby")

@@ -53,3 +53,23 @@ def test_alone_bots_fill_after_the_chosen_wait_and_cancel_works(pages):
     token = cat.evaluate("JSON.parse(localStorage.getItem('bannerfall.player')).token")
     match = rest(pages.server, "GET", f"/matches/{match_id}", token)
     assert [bool(s["bot"]) for s in match["seats"]].count(True) == 2
+
+
+def test_a_ticket_the_server_lost_ends_the_wait_and_offers_to_queue_again(pages):
+    """The embedded server keeps its queue in memory: restarted while a ticket waits, it answers
+    the waiting view's long-poll ``410 ticket_lost``; the view says the place was lost, forgets the
+    ticket and links back to the panel, where Quick play queues a fresh ticket."""
+    dan = pages.new()
+    sign_in(dan, "dan")
+    _queue(dan, "warrior", 3, "")
+    lost = dan.url.rsplit("/", 1)[1]
+    pages.server.stop()
+    pages.server.start()  # same port, same database, an empty queue
+    dan.wait_for_selector("#qp-again", timeout=30_000)
+    assert "lost your place" in dan.inner_text("#qp-status")
+    assert dan.evaluate("localStorage.getItem('bannerfall.ticket')") is None
+    dan.click("#qp-again")
+    _queue(dan, "warrior", 3, "")
+    assert dan.url.rsplit("/", 1)[1] != lost
+    dan.click("#qp-cancel")
+    dan.wait_for_selector("#quick-play")

@@ -102,7 +102,7 @@ def test_play_warrior_against_bots(pages):
 
 
 PRUNE_SCRIPT = """async () => {
-  const m = await import('/js/games/warrior.js');
+  const m = await import('/games/warrior/web/board.js');
   const acts = [];
   const board = document.createElement('div'), panel = document.createElement('div');
   document.body.append(board, panel);

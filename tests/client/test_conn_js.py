@@ -1,9 +1,10 @@
-"""The web client's ``MatchConnection`` (app/web/js/conn.js) applies deltas like the Python client:
-run in node with a stand-in WebSocket, fed the same synthetic frames as
-tests/client/test_socket_deltas.py, it says ``deltas: true`` in hello, hands the page full states
-(synthesized from deltas, equal to the server's full state of that version), resumes from the held
-version on a gap or a bad patch, drops deltas until the next full state, and takes a full state as
-it is. Skipped when ``node`` is not installed."""
+"""The JavaScript SDK's ``MatchConnection`` (clients/js/src/connection.ts), as the web client loads it
+(app/web/js/sdk/bannerfall-client.js), applies deltas like the Python client: run in node with a
+stand-in WebSocket, fed the same synthetic frames as tests/client/test_socket_deltas.py, it says
+``deltas: true`` in hello, hands its listeners full states (synthesized from deltas, equal to the
+server's full state of that version), resumes from the held version on a gap or a bad patch, drops
+deltas until the next full state, takes a full state as it is, and hands each event on once (by
+``v``). Skipped when ``node`` is not installed."""
 from __future__ import annotations
 
 import json
@@ -23,44 +24,41 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 RUNNER = """
 import { readFileSync } from "node:fs";
-const store = new Map();
-globalThis.window = { addEventListener() {}, removeEventListener() {} };
-globalThis.localStorage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v) };
-globalThis.location = { protocol: "http:", host: "bannerfall.test" };
-globalThis.navigator = { onLine: true };
 class FakeSocket {
-  static OPEN = 1;
   constructor(url) { this.url = url; this.readyState = 1; this.sent = []; FakeSocket.last = this; }
   send(text) { this.sent.push(JSON.parse(text)); }
   close() {}
 }
-globalThis.WebSocket = FakeSocket;
-const { MatchConnection } = await import("./conn.js");
+const { MatchConnection } = await import("./sdk.mjs");
 const { frames, deltas } = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const got = [];
-// the page keeps a snapshot, then wrecks the view it got: nothing of that may reach the held document
+const events = [];
+// the listener keeps a snapshot, then wrecks the view it got: nothing of that may reach the held document
 const onMessage = (m) => {
   got.push(JSON.parse(JSON.stringify(m)));
   if (m.view && typeof m.view === "object") for (const k of Object.keys(m.view)) delete m.view[k];
 };
-const conn = new MatchConnection({ matchId: "m1", token: "tok", deltas, onMessage });
-conn.start();
+const conn = new MatchConnection({ baseUrl: "http://bannerfall.test", matchId: "m1", token: "tok", deltas,
+  WebSocket: FakeSocket, heartbeatMs: 0 });
+conn.on("state", onMessage);
+conn.on("ended", onMessage);
+conn.on("error", onMessage);
+conn.on("events", (evs) => events.push(...evs));
 const ws = FakeSocket.last;
 ws.onopen();
 for (const f of frames) ws.onmessage({ data: JSON.stringify(f) });
-clearInterval(conn.heartbeat);
-process.stdout.write(JSON.stringify({ got, sent: ws.sent, version: conn.version, resumes: conn.resumes }));
+conn.close();
+process.stdout.write(JSON.stringify({ got, sent: ws.sent, url: ws.url, version: conn.version, resumes: conn.resumes,
+  events }));
 """
 
 
 def run_conn(tmp_path, frames: list[dict[str, Any]], deltas: bool = True) -> dict[str, Any]:
-    for name in ("conn.js", "patch.js"):
-        (tmp_path / name).write_text((ROOT / "app" / "web" / "js" / name).read_text())
-    (tmp_path / "package.json").write_text('{"type": "module"}')
-    (tmp_path / "run.js").write_text(RUNNER)
+    (tmp_path / "sdk.mjs").write_text((ROOT / "app" / "web" / "js" / "sdk" / "bannerfall-client.js").read_text())
+    (tmp_path / "run.mjs").write_text(RUNNER)
     (tmp_path / "in.json").write_text(json.dumps({"frames": frames, "deltas": deltas}))
     assert NODE is not None
-    res = subprocess.run([NODE, str(tmp_path / "run.js"), str(tmp_path / "in.json")], capture_output=True,
+    res = subprocess.run([NODE, str(tmp_path / "run.mjs"), str(tmp_path / "in.json")], capture_output=True,
                          text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
@@ -74,25 +72,27 @@ def plain(msg: dict[str, Any]) -> str:
 @pytest.mark.parametrize("deltas", [True, False])
 def test_hello_says_deltas(tmp_path, deltas):
     out = run_conn(tmp_path, [state(0, {"n": 0})], deltas)
-    assert out["sent"][0] == {"type": "hello", "token": "tok", "deltas": deltas, "since_version": 0}
+    assert out["sent"][0] == {"type": "hello", "token": "tok", "deltas": deltas, "since_version": 0, "protocol": 1}
+    assert out["url"] == "ws://bannerfall.test/ws/matches/m1"
 
 
 def test_every_delta_of_seeded_matches_makes_the_full_state(tmp_path):
-    frames: list[dict[str, Any]] = []
-    expected: list[dict[str, Any]] = []
+    count = 0
     for game_id in sorted(registry()):
         for viewer in (0, SPECTATOR):
             states = game_states(game_id, 2, b"conn-js-" + game_id.encode(), 30, viewer)
-            frames += [states[0], *(delta(a, b) for a, b in zip(states, states[1:], strict=False))]
-            expected += states
-    out = run_conn(tmp_path, frames)
-    assert len(out["got"]) == len(expected) > 30
-    for got, want in zip(out["got"], expected, strict=True):
-        if got.get("via_delta"):
-            assert plain(got) == json.dumps(want, sort_keys=True)
-        else:
-            assert got == want
-    assert out["sent"][1:] == [] and out["resumes"] == 0  # only the hello
+            frames = [states[0], *(delta(a, b) for a, b in zip(states, states[1:], strict=False))]
+            out = run_conn(tmp_path, frames)
+            assert len(out["got"]) == len(states) > 10
+            for got, want in zip(out["got"], states, strict=True):
+                if got.get("via_delta"):
+                    assert plain(got) == json.dumps(want, sort_keys=True)
+                else:
+                    assert got == want
+            assert out["sent"][1:] == [] and out["resumes"] == 0  # only the hello
+            assert [e["v"] for e in out["events"]] == [s["version"] for s in states if s["events"]]
+            count += len(states)
+    assert count > 100
 
 
 def test_a_gap_or_a_bad_patch_resumes_and_deltas_wait_for_the_next_state(tmp_path):
@@ -113,3 +113,18 @@ def test_a_gap_or_a_bad_patch_resumes_and_deltas_wait_for_the_next_state(tmp_pat
         ("state", 9, True)]  # the ack is the connection's own (it resolves act), not the page's
     assert plain(out["got"][-1]) == json.dumps(s[9], sort_keys=True)
     assert out["version"] == 9 and out["resumes"] == 2
+
+
+def test_events_are_handed_on_once_by_v(tmp_path):
+    def ev(v: int) -> dict[str, Any]:
+        return {"v": v, "type": "step", "n": v}
+
+    s = [state(v, {"n": v}, events=[ev(v)] if v else []) for v in range(6)]
+    frames = [s[0], delta(s[0], s[1]), delta(s[1], s[2]),
+              s[2] | {"events": [ev(1), ev(2)]},         # a full state repeating events handed on already
+              delta(s[2], s[3]),
+              s[4] | {"events": [ev(2), ev(3), ev(4)]},  # the answer to a hello from an older version
+              delta(s[4], s[5])]
+    out = run_conn(tmp_path, frames)
+    assert [e["v"] for e in out["events"]] == [1, 2, 3, 4, 5]
+    assert [[e["v"] for e in m["events"]] for m in out["got"]] == [[], [1], [2], [], [3], [4], [5]]

@@ -1,9 +1,12 @@
-"""The web client's ``applyPatch`` (app/web/js/patch.js) is proven against app/delta.py, not
-trusted: patches made by ``app.delta.diff`` over the views of seeded random matches of every game
-(a seat and a spectator) and over random JSON trees with awkward keys (``a/b``, ``~0``, ``""``,
-``-``, ``01``, ``__proto__``) are applied in node; every result must be the Python result. Bad
-patches must throw ``PatchError`` in node where Python raises, and leave the document alone.
-Skipped when ``node`` is not installed."""
+"""The JavaScript SDK's ``applyPatch`` (clients/js/src/patch.ts: fast-json-patch behind the checks
+RFC 6901 asks for), as the web client loads it (app/web/js/sdk/bannerfall-client.js), is proven
+against app/delta.py, not trusted: patches made by ``app.delta.diff`` over the views of seeded
+random matches of every game (a seat and a spectator) and over random JSON trees with awkward keys
+(``a/b``, ``~0``, ``""``, ``-``, ``01``, ``__proto__``) are applied in node; every result must be
+the Python result, except that a path through ``__proto__`` (which fast-json-patch refuses to touch)
+throws ``PatchError`` (the connection then resumes and gets the full state). Bad patches must throw
+``PatchError`` in node where Python raises, and leave the document alone. Skipped when ``node`` is
+not installed."""
 from __future__ import annotations
 
 import json
@@ -25,7 +28,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 RUNNER = """
 import { readFileSync } from "node:fs";
-import { applyPatch, PatchError } from "./patch.mjs";
+import { applyPatch, PatchError } from "./sdk.mjs";
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const out = cases.map(({ doc, patch }) => {
   const before = JSON.stringify(doc);
@@ -43,7 +46,7 @@ process.stdout.write(JSON.stringify(out));
 
 
 def run_node(tmp_path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    (tmp_path / "patch.mjs").write_text((ROOT / "app" / "web" / "js" / "patch.js").read_text())
+    (tmp_path / "sdk.mjs").write_text((ROOT / "app" / "web" / "js" / "sdk" / "bannerfall-client.js").read_text())
     (tmp_path / "run.mjs").write_text(RUNNER)
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     assert NODE is not None
@@ -98,7 +101,7 @@ def view_cases() -> list[dict[str, Any]]:
     cases = []
     for game_id, game in sorted(registry().items()):
         for i in range(3):
-            seats = max(game.info.min_seats, 2 + i % 2)
+            seats = min(max(game.info.min_seats, 2 + i % 2), game.info.max_seats)
             seed = b"jspatch-%s-%d" % (game_id.encode(), i)
             rng = random.Random(seed)
             state = game.setup(seats, None, seed)
@@ -128,10 +131,16 @@ def test_apply_patch_in_node_gives_what_python_gives(tmp_path):
     escaped = [op["path"] for c in cases for op in c["patch"] if "~0" in op["path"] or "~1" in op["path"]]
     assert escaped and any("__proto__" in op["path"] for c in cases for op in c["patch"])
     wire = [{"doc": c["doc"], "patch": json.loads(json.dumps(c["patch"]))} for c in cases]
+    refused = 0
     for case, got in zip(cases, run_node(tmp_path, wire), strict=True):
         assert norm(apply_patch(case["doc"], case["patch"])) == norm(case["want"])  # the Python side
+        if any("__proto__" in op["path"].split("/") for op in case["patch"]):
+            assert got == {"ok": False, "patchError": True, "unchanged": True}, (case, got)
+            refused += 1
+            continue
         assert got["ok"] and got["same"] and got["unchanged"], (case, got)
         assert norm(got["doc"]) == norm(case["want"]), case
+    assert 0 < refused < len(cases) // 10
 
 
 BAD = [
@@ -151,11 +160,12 @@ def test_bad_patches_throw_in_node_where_python_raises_and_change_nothing(tmp_pa
         with pytest.raises(PatchError):
             apply_patch(doc, patch)
     good = [{"op": "add", "path": "/a/-", "value": 3}, {"op": "add", "path": "/a/0", "value": 0},
-            {"op": "add", "path": "/__proto__", "value": {"polluted": True}},
+            {"op": "add", "path": "/constructor", "value": {"own": True}},
             {"op": "replace", "path": "/a/1", "value": 9}]
-    out = run_node(tmp_path, [{"doc": doc, "patch": p} for p in BAD] + [{"doc": doc, "patch": good}])
-    for patch, got in zip(BAD, out, strict=False):
+    proto = [{"op": "add", "path": "/__proto__", "value": {"polluted": True}}]  # Python takes it: a key
+    out = run_node(tmp_path, [{"doc": doc, "patch": p} for p in [*BAD, proto]] + [{"doc": doc, "patch": good}])
+    for patch, got in zip([*BAD, proto], out, strict=False):
         assert got == {"ok": False, "patchError": True, "unchanged": True}, patch
     assert out[-1]["ok"] and out[-1]["unchanged"]
-    want = {"a": [0, 9, 2, 3], "b": {"c": 1}, "__proto__": {"polluted": True}}
+    want = {"a": [0, 9, 2, 3], "b": {"c": 1}, "constructor": {"own": True}}
     assert out[-1]["doc"] == apply_patch(doc, good) == want

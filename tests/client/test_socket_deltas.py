@@ -116,7 +116,8 @@ async def test_hello_always_says_deltas_and_a_real_socket_applies_them(deltas):
         assert await sock.recv(timeout=5) == s0
         assert without_marker(await sock.recv(timeout=5)) == s1
         await sock.close()
-    assert hellos == [{"type": "hello", "token": "tok", "deltas": deltas, "as": "spectator", "since_version": 0}]
+    assert hellos == [{"type": "hello", "token": "tok", "deltas": deltas, "protocol": 1, "as": "spectator",
+                       "since_version": 0}]
     assert sock.hello()["deltas"] is deltas and "since_version" not in sock.hello()
 
 
@@ -127,7 +128,7 @@ async def test_synthesized_states_equal_the_full_states_for_every_viewer(game_id
     the full state of its version (1 and 1.0 and true told apart)."""
     game = registry()[game_id]
     for i in range(4):
-        seats = max(game.info.min_seats, 2 + i % 2)
+        seats = min(max(game.info.min_seats, 2 + i % 2), game.info.max_seats)
         for viewer in (0, SPECTATOR):
             states = game_states(game_id, seats, b"client-%s-%d" % (game_id.encode(), i), 40, viewer)
             assert len(states) > 5

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.client import MatchSocket, RestClient
+from tests.timing import scaled
 
 
 @dataclass
@@ -43,15 +44,16 @@ async def connect(url: str, match_id: str, token: str | None, **kw) -> tuple[Mat
     since = kw.pop("since_version", None)
     sock = MatchSocket(url, match_id, token, **kw)
     await sock.connect(since)
-    first = await sock.recv(timeout=10)
+    first = await sock.recv(timeout=scaled(10))
     return sock, first
 
 
 async def recv_until(sock: MatchSocket, pred, timeout: float = 10.0) -> dict[str, Any]:
     """Receive until ``pred(msg)`` holds; returns that message. Every ``state`` received on the way
-    is kept as ``sock.last_state`` (the state of a version comes before its ``ack``)."""
+    is kept as ``sock.last_state`` (the state of a version comes before its ``ack``). The deadline
+    is ``scaled(timeout)`` (``tests/timing.py``)."""
     loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
+    end = loop.time() + scaled(timeout)
     while True:
         msg = await sock.recv(timeout=max(0.01, end - loop.time()))
         if msg.get("type") == "state":

@@ -19,6 +19,7 @@ from app.db.database import make_engine
 from app.db.repo import Repository
 from app.runtime.bots import make_bot
 from tests.conftest import ROOT, ServerProcess
+from tests.timing import scaled
 
 QUICK = {"max_rounds": 1, "phase_seconds": 5, "decision_seconds": 5}
 
@@ -34,7 +35,7 @@ def admin(server) -> RestClient:
 
 
 async def wait_for(pred, timeout: float = 30.0, what: str = "condition"):
-    end = time.monotonic() + timeout
+    end = time.monotonic() + scaled(timeout)
     while True:
         value = await pred()
         if value:
@@ -216,8 +217,8 @@ async def test_loadouts_reach_the_match_and_count_once_per_finished_match_even_a
         assert opts["loadouts"][0] == ["scout", "hound"]
         assert opts["loadouts"][1] and set(opts["loadouts"][1]) <= set(opts["special_costs"])  # the bot's
         assert opts["special_costs"]["big_brother"] == 8 and len(opts["special_costs"]) == 15
-        # still owned while the match runs
-        assert {s["id"] for s in (await host.inventory())["specials"]} == {"scout", "hound"}
+        # one match of each is reserved as the match starts: hound's last one is in play
+        assert {s["id"]: s["matches_left"] for s in (await host.inventory())["specials"]} == {"scout": 1}
         ended = await _play_out(server.url, host, match["id"])
         assert ended["status"] == "finished"
 
@@ -232,8 +233,14 @@ async def test_loadouts_reach_the_match_and_count_once_per_finished_match_even_a
         # that one, and counts the played one no second time.
         await adm.admin_grant_special(hid, "spy", 3)
         lost = await _insert_ended_match(backend.url, hid, ["spy"])
-        second = ServerProcess(backend.url, env={**backend.env, "BANNERFALL_SETTLE_SWEEP_SECONDS": "0.2"}).start()
+        # a node without Redis claims its database alone (app/db/node_lock.py): there the second node
+        # is the first one's successor, started once it stopped
+        alone = "BANNERFALL_REDIS_URL" not in backend.env
+        if alone:
+            await asyncio.to_thread(server.stop)
+        second = ServerProcess(backend.url, env={**backend.env, "BANNERFALL_SETTLE_SWEEP_SECONDS": "0.2"})
         try:
+            await asyncio.to_thread(second.start)
             async with RestClient(second.url, host.token) as again:
                 async def swept():
                     inv = await again.inventory()
@@ -243,7 +250,9 @@ async def test_loadouts_reach_the_match_and_count_once_per_finished_match_even_a
                 inv = await again.inventory()
                 uses = [r for r in await again.ledger() if r["kind"] == "match_use"]
         finally:
-            second.stop()
+            await asyncio.to_thread(second.stop)
+            if alone:
+                await asyncio.to_thread(server.start)
         assert {s["id"]: s["matches_left"] for s in inv["specials"]} == {"scout": 1, "spy": 2}
         assert sorted((r["asset"], r["delta"], r["ref"]) for r in uses) == sorted([
             ("hound", -1, match["id"]), ("scout", -1, match["id"]), ("spy", -1, lost)])
@@ -252,6 +261,61 @@ async def test_loadouts_reach_the_match_and_count_once_per_finished_match_even_a
             subprocess.run, [sys.executable, "-m", "app.cli", "verify", match["id"], "--database-url", backend.url],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+async def test_a_special_with_one_match_left_plays_in_one_match_of_five_started_at_once_5_1_2(server, backend):
+    """A special with 1 match left brought to 5 lobbies whose starts race, on two nodes when the
+    database is shared (Postgres), else on one: one match gets it, the 4 others start without it,
+    and the ledger shows one -1 and no "already expired" row. Aborting that match gives it back."""
+    second = None
+    if backend.kind == "postgres+redis":  # nodes share a database only with Redis (app/db/node_lock.py)
+        second = ServerProcess(backend.url, env=backend.env).start()
+    try:
+        async with await player(server.url, "many") as host, admin(server) as adm:
+            hid = (await host.me())["id"]
+            await adm.admin_grant_special(hid, "hound", 1)
+            await adm.admin_grant_special(hid, "scout", 9)
+            lobbies = []
+            for _ in range(5):
+                lobby = await host.create_lobby("conquest", 2, QUICK, loadout=["hound", "scout"])
+                await host.fill_bots(lobby["id"], "smart")
+                lobbies.append(lobby["id"])
+            other = RestClient(second.url if second else server.url, host.token)
+            try:
+                started = await asyncio.gather(*((other if i % 2 else host).start(lid)
+                                                 for i, lid in enumerate(lobbies)))
+                matches = [await host.match(s["match_id"]) for s in started]
+            finally:
+                await other.close()
+            brought = [m for m in matches if "hound" in m["options"]["loadouts"][0]]
+            assert len(brought) == 1, [m["options"]["loadouts"][0] for m in matches]
+            assert all(m["options"]["loadouts"][0] in (["hound", "scout"], ["scout"]) for m in matches)
+            inv = {s["id"]: s["matches_left"] for s in (await host.inventory())["specials"]}
+            assert inv == {"scout": 4}  # 5 matches, 5 of scout's 9 reserved; hound's 1 in play
+            uses = [r for r in await host.ledger() if r["asset"] == "hound" and r["kind"] == "match_use"]
+            assert [(r["delta"], r["ref"]) for r in uses] == [(-1, brought[0]["id"])]
+            # the match that has it is aborted: its matches come back (when the match ends on its node)
+            await adm.admin_abort(brought[0]["id"])
+
+            async def given_back():
+                inv = {s["id"]: s["matches_left"] for s in (await host.inventory())["specials"]}
+                return inv if inv == {"hound": 1, "scout": 5} else None
+
+            await wait_for(given_back, timeout=30, what="the aborted match's specials to be given back")
+            for m in matches:
+                if m["id"] != brought[0]["id"]:
+                    await adm.admin_abort(m["id"])
+            await wait_for(lambda: _inventory_is(host, {"hound": 1, "scout": 9}), timeout=30, what="all given back")
+            rows = await host.ledger(500)
+            assert not [r for r in rows if r["reason"] == "already expired"]
+            assert sum(r["delta"] for r in rows if r["asset"] == "hound") == 1
+    finally:
+        if second is not None:
+            second.stop()
+
+
+async def _inventory_is(client: RestClient, expected: dict[str, int]) -> bool:
+    return {s["id"]: s["matches_left"] for s in (await client.inventory())["specials"]} == expected
 
 
 def test_verify_spin_command(server, backend):

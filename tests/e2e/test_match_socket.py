@@ -1,5 +1,6 @@
 """The match socket over a real server, on SQLite and Postgres: a whole match, bad input, dedupe,
-spectators, seat replacement, resume, deadlines and admin tools."""
+spectators, seat replacement, resume, deadlines and admin tools; on both socket transports (lean on
+every backend, ASGI in production mode: ``tests/conftest.py``, ``backends_and_transports``)."""
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,10 @@ import websockets
 from app.client import ApiError, RestClient
 from app.client.socket import play
 from app.runtime.bots import make_bot
-from tests.conftest import ROOT
+from tests.conftest import ROOT, backends_and_transports
 from tests.e2e.helpers import connect, my_prompt, recv_until, start_match
+
+pytestmark = backends_and_transports
 
 
 async def _whose_turn(url, table):
@@ -316,7 +319,8 @@ async def _unchanged(url: str, table, socks, version: int) -> None:
     still at ``version`` (a resume on each socket: that version, no events; the stored version too)."""
     for i, s in enumerate(socks):
         await s.send({"type": "ping", "t": i})
-        assert await s.recv(timeout=10) == {"type": "pong", "t": i}
+        pong = await s.recv(timeout=10)
+        assert pong["type"] == "pong" and pong["t"] == i, pong
         await s.send({"type": "resume", "since_version": version})
         st = await s.recv(timeout=10)
         assert st["type"] == "state" and st["version"] == version and st["events"] == [], st

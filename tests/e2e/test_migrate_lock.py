@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, PostgresDatabase, ServerProcess
+from tests.timing import scaled
 
 
 def _migrate_together(url: str, n: int = 4) -> list[tuple[int, str]]:
@@ -40,7 +41,7 @@ async def _schema(url: str) -> tuple[list[str], set[str]]:
 
 def _wait_ready(node: ServerProcess, timeout: float) -> None:
     assert node.proc is not None
-    deadline = time.time() + timeout
+    deadline = time.time() + scaled(timeout)
     while time.time() < deadline:
         if node.proc.poll() is not None:
             raise AssertionError(f"node exited {node.proc.returncode}: {node.logs()[-3000:]}")
@@ -85,9 +86,10 @@ def test_four_migrations_at_once_on_fresh_sqlite(tmp_path):
     assert versions == [_head()]
 
 
-def test_four_nodes_start_together_on_fresh_postgres():
-    """Migrate-on-start (the default) on four `bannerfall serve` processes started at once. No admin
-    token: its row is the issue-13 engineer's (made idempotent there)."""
+def test_four_nodes_start_together_on_fresh_postgres(redis_env):
+    """Migrate-on-start (the default) on four `bannerfall serve` processes started at once, with
+    Redis (several nodes on one database need it: app/db/node_lock.py). No admin token: its row is
+    the issue-13 engineer's (made idempotent there)."""
     db = PostgresDatabase()
     url = db.create()
     nodes = [ServerProcess(url, env={"BANNERFALL_ADMIN_TOKEN": ""}) for _ in range(4)]
@@ -96,9 +98,10 @@ def test_four_nodes_start_together_on_fresh_postgres():
             node._log = open(node.log_path, "ab")
             env = {**os.environ, "BANNERFALL_PORT": str(node.port), "BANNERFALL_DATABASE_URL": url,
                    "BANNERFALL_LOG_LEVEL": "warning", "BANNERFALL_NODE_ID": f"test-node-{node.port}",
-                   "BANNERFALL_ADMIN_TOKEN": ""}
+                   "BANNERFALL_ADMIN_TOKEN": "", **redis_env}
             node.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=ROOT, env=env,
-                                         stdout=node._log, stderr=subprocess.STDOUT)
+                                         stdout=node._log, stderr=subprocess.STDOUT, start_new_session=True)
+            ServerProcess.running.add(node)
         for node in nodes:
             _wait_ready(node, 90)
         versions, _ = asyncio.run(_schema(url))

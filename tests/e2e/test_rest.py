@@ -152,7 +152,8 @@ def test_head_is_get_without_the_body(server):
         head = httpx.head(server.url + path)
         assert (head.status_code, get.status_code) == (200, 200), path
         assert head.content == b"", path
-        assert head.headers["content-length"] == get.headers["content-length"], path
+        if path != "/readyz":  # its body carries the probes' timings: its length varies per request
+            assert head.headers["content-length"] == get.headers["content-length"], path
         assert head.headers["content-type"] == get.headers["content-type"], path
     missing = httpx.head(server.url + "/api/v1/lobbies/nope")
     assert missing.status_code in (401, 404) and missing.content == b""

@@ -1,6 +1,6 @@
 """Slow and dead clients: a client that stops reading is disconnected (4008) when its bounded send
 queue fills while the players keep their pace; a client gone without a close frame is noticed by
-the heartbeat."""
+the heartbeat. On both socket transports."""
 from __future__ import annotations
 
 import asyncio
@@ -18,22 +18,26 @@ import websockets
 from app.client import RestClient
 from app.client.socket import play
 from app.runtime.bots import make_bot
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, both_transports, transport_env
 from tests.e2e.helpers import connect, recv_until, start_match
+
+pytestmark = both_transports
 
 
 @pytest.fixture
-def tight_server(tmp_path):
+def tight_server(tmp_path, transport):
     """A small send queue (8 messages); heartbeat as configured by default (20 s)."""
-    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'slow.db'}", env={"BANNERFALL_SEND_QUEUE_SIZE": "8"}).start()
+    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'slow.db'}",
+                        env={"BANNERFALL_SEND_QUEUE_SIZE": "8", **transport_env(transport)}).start()
     yield srv
     srv.stop()
 
 
 @pytest.fixture
-def heartbeat_server(tmp_path):
+def heartbeat_server(tmp_path, transport):
     """A 1-second heartbeat: a socket that answers no ping is dropped after about 3 s."""
-    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'hb.db'}", env={"BANNERFALL_HEARTBEAT_SECONDS": "1"}).start()
+    srv = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'hb.db'}",
+                        env={"BANNERFALL_HEARTBEAT_SECONDS": "1", **transport_env(transport)}).start()
     yield srv
     srv.stop()
 

@@ -8,6 +8,8 @@
   (``match_unavailable`` with ``retry_after``, close 1013), and the error arrives before the close;
 - a new socket during a Redis outage gets ``storage_unavailable`` and 1013, with one log line;
 - NUL characters and byte-counted size limits on the socket.
+
+Every test runs on both socket transports (lean and ASGI: ``tests/conftest.py``, ``both_transports``).
 """
 from __future__ import annotations
 
@@ -30,11 +32,14 @@ import websockets
 from app.client import RestClient
 from app.client.socket import play, ws_url
 from app.runtime.bots import make_bot
-from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess, free_port
+from tests.conftest import REDIS_URL, PostgresDatabase, ServerProcess, both_transports, free_port, transport_env
 from tests.e2e.helpers import by_owner, connect, my_prompt, recv_until, start_match, state_at_least
 from tests.e2e.test_slow_clients import _frame
+from tests.timing import scaled
 
 TCP_ESTABLISHED = 1
+
+pytestmark = both_transports
 
 
 def metric(url: str, name: str) -> float:
@@ -44,7 +49,7 @@ def metric(url: str, name: str) -> float:
 
 
 async def wait_for(pred, timeout: float, step: float = 0.1) -> bool:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + scaled(timeout)
     while time.monotonic() < end:
         if pred():
             return True
@@ -99,12 +104,12 @@ async def raw_connect(url: str, match_id: str, hello: dict) -> tuple[list[dict],
 
 
 # ---------------------------------------------------------------------------------- fixtures
-def _cluster(extra: dict[str, str], redis_url: str = REDIS_URL):
+def _cluster(extra: dict[str, str], transport: str, redis_url: str = REDIS_URL):
     db = PostgresDatabase()
     url = db.create()
     prefix = f"bftest:{uuid.uuid4().hex[:8]}:"
     env = {"BANNERFALL_REDIS_URL": redis_url, "BANNERFALL_REDIS_PREFIX": prefix, "BANNERFALL_LEASE_SECONDS": "3",
-           **extra}
+           **transport_env(transport), **extra}
     nodes = [ServerProcess(url, env={**env, "BANNERFALL_NODE_ID": f"node-{i}-{uuid.uuid4().hex[:4]}"})
              for i in range(2)]
     for n in nodes:
@@ -134,24 +139,24 @@ def _cleanup(db, prefix, nodes, redis_url: str = REDIS_URL) -> None:
 
 
 @pytest.fixture
-def tight_cluster():
-    db, prefix, nodes = _cluster({"BANNERFALL_SEND_QUEUE_SIZE": "8", "BANNERFALL_SOCKET_CLOSE_SECONDS": "1"})
+def tight_cluster(transport):
+    db, prefix, nodes = _cluster({"BANNERFALL_SEND_QUEUE_SIZE": "8", "BANNERFALL_SOCKET_CLOSE_SECONDS": "1"}, transport)
     yield nodes
     _cleanup(db, prefix, nodes)
 
 
 @pytest.fixture
-def cluster_env():
-    db, prefix, nodes = _cluster({"BANNERFALL_ACT_TIMEOUT_SECONDS": "3"})
+def cluster_env(transport):
+    db, prefix, nodes = _cluster({"BANNERFALL_ACT_TIMEOUT_SECONDS": "3"}, transport)
     yield prefix, nodes
     _cleanup(db, prefix, nodes)
 
 
 @pytest.fixture
-def slow_owner_cluster():
+def slow_owner_cluster(transport):
     """A long lease (no takeover during the test), short bounds on links and acts."""
     db, prefix, nodes = _cluster({"BANNERFALL_LEASE_SECONDS": "15", "BANNERFALL_ACT_TIMEOUT_SECONDS": "2",
-                                  "BANNERFALL_LINK_ANSWER_SECONDS": "1"})
+                                  "BANNERFALL_LINK_ANSWER_SECONDS": "1"}, transport)
     yield nodes
     _cleanup(db, prefix, nodes)
 
@@ -277,7 +282,7 @@ async def test_forwarded_act_answered_or_4503_when_the_owner_pubsub_connection_i
                                           timeout=6)
                 assert answer["type"] == "ack", answer
             answers.append(answer)
-            assert time.monotonic() - started < 12
+            assert time.monotonic() - started < scaled(12)
             if st1["version"] < answer["version"]:
                 acked = answer["version"]
                 st1 = await state_at_least(s1, acked)
@@ -310,7 +315,7 @@ async def test_act_to_a_paused_owner_gets_act_unanswered_then_4503_and_a_new_soc
             started = time.monotonic()
             await s1.act({"type": "orders", "attack": []}, version=st1["version"])
             got, code = await expect_close(s1, 10)
-            assert time.monotonic() - started < 4
+            assert time.monotonic() - started < scaled(4)
             assert code == 4503
             assert [m["code"] for m in got if m["type"] == "error"] == ["act_unanswered"]
             got, code, seconds = await raw_connect(b.url, table.match_id,
@@ -354,9 +359,9 @@ async def test_socket_for_a_dead_owner_is_answered_at_once_then_reconnects(clust
 
 # ---------------------------------------------------------------------------------- item 11
 @pytest.fixture
-def outage_cluster(private_redis):
+def outage_cluster(private_redis, transport):
     redis_url, proc = private_redis
-    db, prefix, nodes = _cluster({"BANNERFALL_SOCKET_SETUP_SECONDS": "2"}, redis_url=redis_url)
+    db, prefix, nodes = _cluster({"BANNERFALL_SOCKET_SETUP_SECONDS": "2"}, transport, redis_url=redis_url)
     yield proc, nodes, prefix, redis_url
     _cleanup(db, prefix, nodes, redis_url)
 
@@ -387,9 +392,9 @@ async def test_new_socket_during_a_redis_outage_gets_storage_unavailable_and_101
 
 # ---------------------------------------------------------------------------------- input edges
 @pytest.fixture
-def pg_server():
+def pg_server(transport):
     db = PostgresDatabase()
-    srv = ServerProcess(db.create()).start()
+    srv = ServerProcess(db.create(), env=transport_env(transport)).start()
     srv.db = db
     yield srv
     srv.stop()

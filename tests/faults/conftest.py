@@ -27,6 +27,7 @@ import websockets
 from app.client.socket import ws_url
 from app.runtime.rows import LogRow, MatchRow
 from tests.conftest import ROOT, ServerProcess, free_port
+from tests.timing import scaled
 
 PG_BIN = Path(os.environ.get("BANNERFALL_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -66,6 +67,7 @@ class PrivatePostgres:
         self.url = f"postgresql+asyncpg://root@127.0.0.1:{self.port}/bannerfall"
         self.plain_url = f"postgresql://root@127.0.0.1:{self.port}/bannerfall"
         self.running = False
+        self.paused = False
 
     def start(self) -> None:
         opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
@@ -85,6 +87,34 @@ class PrivatePostgres:
     async def astop(self) -> None:
         await asyncio.to_thread(self.stop)
 
+    def pids(self) -> list[int]:
+        """The postmaster and every process it forked (its backends and workers)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                    found.append(int(entry.name))
+        return found
+
+    def pause(self) -> None:
+        """A hung Postgres: SIGSTOP to the postmaster and all its processes. Connections stay open
+        and new ones are accepted by the kernel, but nothing answers until :meth:`resume`."""
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self.paused = False
+
     def create_database(self) -> None:
         import asyncpg
 
@@ -98,6 +128,9 @@ class PrivatePostgres:
         asyncio.run(make())
 
     def destroy(self) -> None:
+        if getattr(self, "paused", False):
+            with contextlib.suppress(OSError, ValueError):
+                self.resume()
         if self.running or (self.data / "postmaster.pid").exists():
             try:
                 self.stop()
@@ -122,7 +155,7 @@ class PrivateRedis:
         import redis
 
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
-        end = time.time() + 20
+        end = time.time() + scaled(20)
         try:
             while True:
                 try:
@@ -130,6 +163,7 @@ class PrivateRedis:
                         return
                 except redis.RedisError as exc:
                     if self.proc.poll() is not None or time.time() > end:
+                        self.kill()  # never left running behind a failed start
                         raise RuntimeError(f"redis-server on port {self.port} did not start") from exc
                     time.sleep(0.05)
         finally:
@@ -139,6 +173,15 @@ class PrivateRedis:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+
+    def pause(self) -> None:
+        """A hung Redis: SIGSTOP (connections stay open, nothing answers) until :meth:`resume`."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
 
     async def astart(self) -> None:
         await asyncio.to_thread(self.start)

@@ -1,314 +1,195 @@
-"""One conformance suite for every game (the contract in ``app/games/base.py``).
+"""One conformance suite for every game: ``app.testing.conformance`` (the contract in
+``app/games/base.py``), over every game of the registry (the ``bannerfall.games`` entry points: the
+three built-in games and any installed one, e.g. ``examples/tricks``) plus the toy game of
+``tests/games/toy_game.py``, which keeps the suite honest about what it assumes.
 
-The games come from one list: every game of the registry (``app.games.GAME_MODULES``) plus the toy
-game of ``tests/games/toy_game.py``, which shows that a new game gets all of it by being listed.
-Checked for each: metadata as data; determinism from the seed; replay equality (the same actions on a
-fresh setup give the same views and events); every prompt's default action legal through the public
-legality API (``check_action`` / ``can_act`` / ``legal_actions``) and every ``legal_actions``
-example legal; views JSON-serialisable and filtered (no token of ``hidden_tokens`` in that viewer's
-view or events); ``apply`` never mutates its input; illegal actions raise ``IllegalAction`` with a
-snake_case code, the same as ``check_action``'s, and change nothing; outcomes well formed; random
-play to the end from many seeds, in bounded time; the deadline defaults of a phase end it.
-Game-specific rules stay in ``tests/games/<game>/``.
+Each check of ``conformance.CHECKS`` is one test per game (what each checks: its docstring). The
+suite's own honesty: a game that forgets a hand in ``hidden_tokens``, that shows a hidden card, that
+hides nothing though it says it has hidden information, or whose types do not match its traffic is
+caught (``tests/games/test_leaky_variants.py``). Game-specific rules stay in ``tests/games/<game>/``.
 """
 from __future__ import annotations
 
 import json
-import pickle
 import random
-import re
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from app.games import registry
-from app.games.base import (
-    ADMIN,
-    SPECTATOR,
-    Event,
-    Game,
-    GameInfo,
-    IllegalAction,
-    LegalAction,
-    Outcome,
-    Prompt,
-)
+from app.games.base import SPECTATOR, Event, Game, LegalAction
 from app.runtime.bots import bot_class
+from app.testing import conformance
+from app.testing import play as kit_play
+from app.testing.conformance import seat_counts
+from tests.games.game_entry_points import installed_game
 
 from . import toy_game
 
-#: The games under test: the registry's, then the toy one (its module is not in ``GAME_MODULES``).
+#: actions of one random match at most (every game ends well within it)
+MAX_STEPS = 6000
+#: The games under test: the registry's, then the toy one (it is not installed).
 GAMES: list[Game[Any, Any]] = [*registry().values(), toy_game.GAME]
 ids = [game.info.id for game in GAMES]
-CODE = re.compile(r"^[a-z][a-z0-9_]*$")
-#: a bound on one random match (a match that does not end within it fails the suite)
-MAX_STEPS = 6000
-
-
-def viewers(state_seats: int) -> list[int]:
-    return [*range(state_seats), SPECTATOR, ADMIN]
-
-
-def frozen(state: Any) -> bytes:
-    """A byte image of a state (to see that nothing changed it)."""
-    return pickle.dumps(state)
-
-
-def views_of(game: Game[Any, Any], state: Any, seats: int) -> str:
-    return json.dumps([game.view(state, v) for v in viewers(seats)], sort_keys=True)
-
-
-def wire_events(events: list[Event]) -> str:
-    return json.dumps([(e.to_wire(), sorted(e.audience) if e.audience is not None else None) for e in events],
-                      sort_keys=True)
 
 
 def sample(rng: random.Random, legal: LegalAction) -> dict[str, Any]:
-    """A random action of the kind ``legal`` from its domains (the example where a domain is opaque)."""
-    action = dict(legal.example)
-    for name, domain in legal.domains.items():
-        if isinstance(domain, list) and domain:
-            action[name] = rng.choice(domain)
-        elif isinstance(domain, dict) and "subset_of" in domain:
-            pool = list(domain["subset_of"])
-            low = domain.get("min", 1)
-            high = min(domain.get("max", len(pool)), len(pool))
-            if low <= high:
-                action[name] = rng.sample(pool, rng.randint(low, high))
-        elif isinstance(domain, dict) and "permutation_of" in domain:
-            order = list(domain["permutation_of"])
-            rng.shuffle(order)
-            action[name] = order
-    return action
-
-
-def assert_no_leak(game: Game[Any, Any], state: Any, events: list[Event], seats: int) -> None:
-    """No token ``viewer`` must not see is in its view or in an event it receives."""
-    for viewer in viewers(seats):
-        hidden = game.hidden_tokens(state, viewer)
-        text = json.dumps(game.view(state, viewer))
-        visible = json.dumps([e.to_wire() for e in events if e.visible_to(viewer)])
-        for token in hidden:
-            assert token not in text, (game.info.id, viewer, token)
-            assert token not in visible, (game.info.id, viewer, token)
-
-
-def check_prompts(game: Game[Any, Any], state: Any, seats: int) -> list[Prompt]:
-    prompts = game.prompts(state)
-    assert len({p.seat for p in prompts}) == len(prompts)
-    for prompt in prompts:
-        assert 0 <= prompt.seat < seats
-        assert prompt.kind in game.info.phases, (prompt.kind, game.info.phases)
-        assert prompt.deadline_seconds > 0
-        assert len({p.phase_id for p in prompts}) == 1
-        if not prompt.submitted:
-            game.check_action(state, prompt.seat, prompt.default_action)  # the default is legal
-            assert game.can_act(state, prompt.seat, prompt.default_action)
-            assert game.legal_actions(state, prompt.seat), "a prompted seat has something legal to do"
-    return prompts
+    """:func:`app.testing.play.sample` (kept here for the game tests that import it)."""
+    return kit_play.sample(rng, legal)
 
 
 def random_step(game: Game[Any, Any], state: Any, seats: int, rng: random.Random,
                 verify: bool = True) -> tuple[int, dict[str, Any]] | None:
-    """A random legal (seat, action): a prompted seat's default or a sample of one of its legal kinds;
-    now and then a legal action of any seat (actions outside prompts, e.g. conquest specials).
-    ``verify``: also check the prompts, their defaults and every legal example."""
-    prompts = [p for p in (check_prompts(game, state, seats) if verify else game.prompts(state)) if not p.submitted]
-    if not prompts:
-        return None
-    seat = rng.choice(prompts).seat if rng.random() < 0.9 else rng.randrange(seats)
-    legal = game.legal_actions(state, seat)
-    for kind in legal if verify else ():
-        assert kind.type in game.info.action_types
-        game.check_action(state, seat, kind.example)  # every example is legal
-    prompt = next((p for p in prompts if p.seat == seat), None)
-    if prompt is not None and (not legal or rng.random() < 0.4):
-        return seat, dict(prompt.default_action)
-    if not legal:
-        seat = prompts[0].seat
-        return seat, dict(prompts[0].default_action)
-    kind = rng.choice(legal)
-    action = sample(rng, kind)
-    return seat, action if game.can_act(state, seat, action) else dict(kind.example)
+    """:func:`app.testing.play.random_step`; ``verify`` also checks the prompts, their defaults and
+    every legal example on the way (as the conformance suite does)."""
+    def check(st: Any, _prompts: Any, seat: int, legal: list[LegalAction]) -> None:
+        conformance._check_prompts(game, st, seats, conformance._Watch())
+        for kind in legal:
+            assert kind.type in game.info.action_types
+            game.check_action(st, seat, kind.example)
+
+    return kit_play.random_step(game, state, seats, rng, check if verify else None)
 
 
-def play(game: Game[Any, Any], seats: int, seed: bytes, *, checks: bool):
-    """Random legal play to the end; returns (final state, [(seat, action)], [events wire per step])."""
-    rng = random.Random(seed)
-    state = game.setup(seats, None, seed)
-    log: list = []
-    trail: list = []
-    for _ in range(MAX_STEPS):
-        if game.outcome(state) is not None:
-            return state, log, trail
-        step = random_step(game, state, seats, rng, verify=checks)
-        assert step is not None, "a running match must prompt someone"
-        seat, action = step
-        before = frozen(state) if checks else b""
-        if checks:
-            assert_defaults_end_the_phase(game, state)
-        new, events = game.apply(state, seat, action)
-        if checks:
-            assert frozen(state) == before, "apply mutated its input"
-            for event in events:
-                assert event.audience is None or all(type(s) is int for s in event.audience)
-            assert_no_leak(game, new, events, seats)
-        log.append((seat, action))
-        trail.append(wire_events(events))
-        state = new
-    raise AssertionError(f"{game.info.id}: no end within {MAX_STEPS} actions")
-
-
-def assert_defaults_end_the_phase(game: Game[Any, Any], state: Any) -> None:
-    """What the server does when every deadline passes: each unsubmitted default applied in turn
-    moves the match to a new phase (or ends it), so deadlines alone always finish a match."""
-    prompts = game.prompts(state)
-    after = state
-    for prompt in prompts:
-        if not prompt.submitted:
-            after, _ = game.apply(after, prompt.seat, dict(prompt.default_action))
-    pending = game.prompts(after)
-    assert game.outcome(after) is not None or not pending or pending[0].phase_id != prompts[0].phase_id
-
-
-def assert_outcome(game: Game[Any, Any], state: Any, seats: int) -> None:
-    outcome = game.outcome(state)
-    assert isinstance(outcome, Outcome)
-    assert set(outcome.ranks) == set(range(seats)) == set(outcome.scores)
-    assert all(1 <= rank <= seats for rank in outcome.ranks.values())
-    assert min(outcome.ranks.values()) == 1
-    assert all(isinstance(score, (int, float)) for score in outcome.scores.values())
-    assert isinstance(outcome.reason, str) and outcome.reason
-    json.dumps(outcome.to_wire())
-    assert game.prompts(state) == []
-    for seat in range(seats):
-        assert game.legal_actions(state, seat) == []
-        for kind in game.info.action_types:
-            with pytest.raises(IllegalAction):
-                game.check_action(state, seat, {"type": kind})
-            assert not game.can_act(state, seat, {"type": kind})
-
-
-def seat_counts(game: Game[Any, Any]) -> list[int]:
-    return list(range(game.info.min_seats, game.info.max_seats + 1))
-
-
-# ------------------------------------------------------------------------------------------------
-
-
+@pytest.mark.parametrize("check", conformance.CHECKS,
+                         ids=[c.__name__.removeprefix("check_") for c in conformance.CHECKS])
 @pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_metadata_is_data_and_setup_checks_seats(game):
-    info = game.info
-    assert isinstance(info, GameInfo)
-    assert (game.id, game.title, game.min_seats, game.max_seats, game.Options) == (
-        info.id, info.title, info.min_seats, info.max_seats, info.options)
-    assert 1 <= info.min_seats <= info.max_seats and info.phases and info.action_types
-    assert issubclass(info.options, BaseModel)
-    info.options()  # every option has a default
-    json.dumps(info.options.model_json_schema())
-    assert info.bots
-    for kind, cls in info.bots.items():
-        assert callable(cls(1).decide)
-        if game.info.id in registry():
-            assert bot_class(info.id, kind) is cls  # the catalogue reads the metadata
-    for seats in (info.min_seats - 1, info.max_seats + 1):
-        with pytest.raises(ValueError):
-            game.setup(seats, None, b"s" * 32)
+def test_conformance(game, check):
+    check(game)
 
 
-@pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_determinism_from_the_seed(game):
-    seats = game.info.max_seats
-    first = views_of(game, game.setup(seats, None, b"seed-a" * 5), seats)
-    assert views_of(game, game.setup(seats, None, b"seed-a" * 5), seats) == first
-    others = {views_of(game, game.setup(seats, None, b"seed-%d" % n), seats) for n in range(4)}
-    assert len(others) > 1, "different seeds must give different matches"
+def test_the_bot_catalogue_reads_each_games_metadata():
+    for game_id, game in registry().items():
+        for kind, cls in game.info.bots.items():
+            assert bot_class(game_id, kind) is cls
 
 
-@pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_replay_equality_same_actions_same_views_and_events(game):
-    seats = game.info.min_seats
-    final, log, trail = play(game, seats, b"replay", checks=False)
-    state = game.setup(seats, None, b"replay")
-    for (seat, action), expected in zip(log, trail, strict=True):
-        state, events = game.apply(state, seat, action)
-        assert wire_events(events) == expected
-    assert views_of(game, state, seats) == views_of(game, final, seats)
-    assert game.outcome(state) == game.outcome(final)
-
-
-@pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_random_play_with_every_check(game):
-    """Every step: prompts and their defaults legal, examples legal, input not mutated, views JSON and
-    filtered, events filtered; at the end a well-formed outcome and nothing legal any more."""
-    for seats in seat_counts(game)[:2]:  # the biggest tables cost time, not coverage
-        final, log, _ = play(game, seats, b"checked-%d" % seats, checks=True)
-        assert_outcome(game, final, seats)
-        assert log
-
-
-@pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_random_play_ends_from_many_seeds(game):
-    counts = seat_counts(game)
-    for n in range(12):
-        seats = counts[n % len(counts)]
-        final, _, _ = play(game, seats, b"many-%d" % n, checks=False)
-        assert_outcome(game, final, seats)
-
-
-JUNK: list[Any] = [None, 5, "x", [], {}, {"type": None}, {"type": 7}, {"type": "no_such_action"},
-                   {"type": "x" * 10000}, {"type": ["show"]}]
-
-
-@pytest.mark.parametrize("game", GAMES, ids=ids)
-def test_illegal_actions_raise_illegal_action_with_a_code_and_change_nothing(game):
-    rng = random.Random(7)
-    seats = game.info.max_seats
-    state = game.setup(seats, None, b"illegal")
-    weird = [None, True, -1, 10 ** 30, 1.5, "", "0", [], {}, [None], ["x"], {"0": ["x"]}, "x" * 5000]
-    for _step in range(60):
-        if game.outcome(state) is not None:
-            break
-        before = frozen(state)
-        actions = list(JUNK)
-        for kind in sorted(game.info.action_types):
-            actions.append({"type": kind})
-            for legal in game.legal_actions(state, rng.randrange(seats)):
-                for name in legal.example:
-                    if name != "type":
-                        actions.append({**legal.example, name: rng.choice(weird)})
-        for action in actions:
-            for seat in (rng.randrange(seats), -1, seats, None, "0"):
-                try:
-                    game.check_action(state, seat, action)
-                except IllegalAction as exc:
-                    code = exc.code
-                    assert CODE.match(code), code
-                    assert not game.can_act(state, seat, action)
-                    with pytest.raises(IllegalAction) as applied:
-                        game.apply(state, seat, action)
-                    assert applied.value.code == code  # one definition of legality
-                else:
-                    assert game.can_act(state, seat, action)
-                    game.apply(state, seat, action)  # legal: must not raise
-        assert frozen(state) == before
-        step_ = random_step(game, state, seats, rng)
-        assert step_ is not None
-        state, _ = game.apply(state, *step_)
-
-
-def test_the_toy_game_is_listed_like_any_game(monkeypatch):
-    """Listing a package in ``GAME_MODULES`` is all a game needs: the registry, the bot catalogue
-    (and so ``GET /games``) and this suite pick it up."""
-    from app import games
-
-    monkeypatch.setitem(games.GAME_MODULES, "toy", "tests.games.toy_game")
-    games.registry.cache_clear()
-    try:
-        assert games.registry()["toy"] is toy_game.GAME
+def test_an_installed_game_is_registered_like_the_built_in_ones(tmp_path):
+    """A distribution with a ``bannerfall.games`` entry point is all a game needs: the registry and the
+    bot catalogue (and so ``GET /games``, the lobby, this suite) pick it up."""
+    assert "toy" not in registry()
+    with installed_game(tmp_path, "toy", "tests.games.toy_game:GAME"):
+        assert registry()["toy"] is toy_game.GAME
         assert bot_class("toy", "random") is toy_game.ToyRandomBot
-    finally:
-        monkeypatch.undo()
-        games.registry.cache_clear()
-    assert "toy" not in games.registry()
+        assert list(registry()) == sorted(registry())
+    assert "toy" not in registry()
+
+
+# -- actions others may not see (docs/protocol.md, "nothing you receive … counts the actions you could not see")
+
+def others_document(game: Game[Any, Any], state: Any, viewer: int) -> str:
+    """What ``viewer`` holds of ``state`` besides events, as exact JSON (key order kept): the match's
+    status, the public prompts (as the wire shows them, without deadlines) and its view — the
+    document of docs/protocol.md ("Deltas, audiences and versions")."""
+    prompts = [[p.seat, p.kind, p.phase_id, p.simultaneous, p.submitted] for p in game.prompts(state)]
+    return json.dumps([game.outcome(state) is None, prompts, game.view(state, viewer)])
+
+
+def assert_unseen_actions_send_nothing(game: Game[Any, Any], before: Any, after: Any, events: list[Event],
+                                       actor: int, seats: int, what: Any = None) -> int:
+    """The rule of ``docs/protocol.md`` ("nothing you receive … counts the actions you could not see";
+    provinces.md 6.4): for every viewer other than ``actor`` (the other seats, a spectator) whose
+    document ``before`` → ``after`` did not change, no event of the action may reach it either — the
+    runtime then sends it nothing and leaves its version alone. Returns how many viewers the action
+    was unseen by."""
+    unseen = 0
+    for viewer in [*range(seats), SPECTATOR]:
+        if viewer == actor:
+            continue
+        if others_document(game, before, viewer) != others_document(game, after, viewer):
+            continue
+        unseen += 1
+        reached = [e.to_wire() for e in events if e.visible_to(viewer)]
+        assert reached == [], (game.info.id, "viewer", viewer, "saw nothing change but got", reached, "for", what)
+    return unseen
+
+
+def _resubmission(game: Game[Any, Any], state: Any, rng: random.Random) -> tuple[int, dict[str, Any]] | None:
+    """A random legal action of a seat that has already submitted in the current simultaneous phase
+    (a replacement of its submission), or None when no seat has."""
+    done = [p for p in game.prompts(state) if p.simultaneous and p.submitted]
+    if not done:
+        return None
+    seat = rng.choice(done).seat
+    kinds = [k for k in game.legal_actions(state, seat) if k.type not in game.info.unprompted_actions]
+    if not kinds:
+        return None
+    action = sample(rng, rng.choice(kinds))
+    return (seat, action) if game.can_act(state, seat, action) else None
+
+
+@pytest.mark.parametrize("game", GAMES, ids=ids)
+def test_an_action_others_cannot_see_sends_them_nothing(game):
+    """protocol.md ("nothing you receive … counts the actions you could not see"), provinces.md 6.4:
+    in random play with replaced submissions, every action that leaves another viewer's document
+    unchanged brings that viewer no event (so the runtime sends it nothing and keeps its version)."""
+    unseen = replaced = 0
+    for n, seats in enumerate(seat_counts(game)[:2]):
+        rng = random.Random(n)
+        state = game.setup(seats, None, b"unseen-%d" % n)
+        for _ in range(MAX_STEPS):
+            if game.outcome(state) is not None:
+                break
+            step = _resubmission(game, state, rng) if rng.random() < 0.3 else None
+            replaced += step is not None
+            step = step or random_step(game, state, seats, rng, verify=False)
+            assert step is not None
+            seat, action = step
+            new, events = game.apply(state, seat, action)
+            unseen += assert_unseen_actions_send_nothing(game, state, new, events, seat, seats, action)
+            state = new
+        else:
+            raise AssertionError(f"{game.info.id}: no end within {MAX_STEPS} actions")
+    if game.info.simultaneous_moves:  # hidden submissions exist: the rule was exercised
+        assert unseen, "random play made no action that others could not see"
+        assert replaced, "no submission was replaced"
+
+
+@pytest.mark.parametrize("game", GAMES, ids=ids)
+def test_two_hidden_choices_give_others_the_same_bytes(game):
+    """A submission in a simultaneous phase that does not end it is hidden until the phase ends
+    (conquest.md 2, warrior.md 3.2): two different submissions give every other viewer the same
+    bytes (document and events), and replacing the one by the other gives them nothing at all."""
+    compared = different = 0
+    for n, seats in enumerate(seat_counts(game)[:2]):
+        rng = random.Random(100 + n)
+        bot = game.info.bots["random"](100 + n)  # a second choice where the domains are not listed
+        state = game.setup(seats, None, b"twins-%d" % n)
+        for _ in range(MAX_STEPS):
+            if game.outcome(state) is not None:
+                break
+            waiting = [p for p in game.prompts(state) if p.simultaneous and not p.submitted]
+            if len(waiting) >= 2:  # the actor's submission leaves the phase open
+                seat = rng.choice(waiting).seat
+                kinds = [k for k in game.legal_actions(state, seat) if k.type not in game.info.unprompted_actions]
+                prompt = next(p for p in waiting if p.seat == seat)
+                first = dict(prompt.default_action)
+                second = sample(rng, rng.choice(kinds))
+                if second == first and rng.random() < 0.5:
+                    second = bot.decide(game.view(state, seat), {
+                        "seat": seat, "kind": prompt.kind, "phase_id": prompt.phase_id,
+                        "simultaneous": True, "submitted": False, "deadline_at": None}) or second
+                if second.get("type") not in game.info.unprompted_actions and game.can_act(state, seat, second):
+                    one, events_one = game.apply(state, seat, first)
+                    two, events_two = game.apply(state, seat, second)
+                    replaced, events_replaced = game.apply(one, seat, second)
+                    for viewer in [*range(seats), SPECTATOR]:
+                        if viewer == seat:
+                            continue
+                        assert others_document(game, one, viewer) == others_document(game, two, viewer), \
+                            (game.info.id, viewer, first, second)
+                        seen_one = [e.to_wire() for e in events_one if e.visible_to(viewer)]
+                        seen_two = [e.to_wire() for e in events_two if e.visible_to(viewer)]
+                        assert json.dumps(seen_one) == json.dumps(seen_two), (viewer, first, second)
+                        assert others_document(game, replaced, viewer) == others_document(game, one, viewer)
+                        assert [e.to_wire() for e in events_replaced if e.visible_to(viewer)] == [], \
+                            (game.info.id, viewer, "a replacement reached another viewer")
+                    compared += 1
+                    different += first != second
+            step = random_step(game, state, seats, rng, verify=False)
+            assert step is not None
+            state, _ = game.apply(state, *step)
+    if not game.info.simultaneous_moves:  # one seat acts at a time: no hidden submission to compare
+        assert compared == 0
+        return
+    assert compared and different, (compared, different)

@@ -8,7 +8,7 @@ the highest shown card scores a point (ties: nobody). After ``rounds`` rounds th
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,8 @@ from app.games.base import (
     Rng,
     action_type,
 )
+from app.games.contract import Outcome as OutcomeWire
+from app.games.contract import Wire
 
 
 class ToyOptions(BaseModel):
@@ -32,6 +34,52 @@ class ToyOptions(BaseModel):
 
     rounds: int = Field(3, ge=1, le=20)
     play_seconds: int = Field(30, ge=5, le=600)
+
+
+class Show(Wire):
+    type: Literal["show"]
+
+
+class Fold(Wire):
+    type: Literal["fold"]
+
+
+class ToyCard(Wire):
+    seat: int | None = None
+    id: str | None = None
+    value: int | None = None
+
+
+class Dealt(Wire):
+    type: Literal["dealt"]
+    seat: int
+    card: ToyCard
+
+
+class Submitted(Wire):
+    type: Literal["submitted"]
+    seat: int
+    phase_id: int
+
+
+class RoundOver(Wire):
+    type: Literal["round_over"]
+    shown: list[ToyCard]
+    points: list[int]
+
+
+class MatchOver(OutcomeWire):
+    type: Literal["match_over"]
+
+
+class ToyView(Wire):
+    phase: Literal["play", "over"]
+    viewer: int
+    round: int
+    points: list[int]
+    shown: list[ToyCard]
+    cards: list[ToyCard]
+    submitted: list[int]
 
 
 class ToyState:
@@ -84,8 +132,21 @@ class ToyRandomBot:
 
 class ToyGame(GameBase[ToyState]):
     info: ClassVar[GameInfo] = GameInfo(
-        id="toy", title="High card", min_seats=2, max_seats=3, options=ToyOptions, phases=("play",),
-        action_types=frozenset(("show", "fold")), bots={"random": ToyRandomBot},
+        id="toy",
+        title="High card",
+        min_seats=2,
+        max_seats=3,
+        options=ToyOptions,
+        phases=("play",),
+        action_types=frozenset(("show", "fold")),
+        bots={"random": ToyRandomBot},
+        max_actions=100,
+        hidden_information=True,
+        simultaneous_moves=True,
+        chance=frozenset(("cards",)),
+        actions=(Show, Fold),
+        events=(Dealt, Submitted, RoundOver, MatchOver),
+        view=ToyView,
     )
 
     def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> ToyState:
@@ -120,7 +181,9 @@ class ToyGame(GameBase[ToyState]):
         self.check_action(state, seat, action)
         new = state.copy()
         new.choices[seat] = action["type"]
-        events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id})]
+        # a replaced choice is the seat's alone: only its first submission is public
+        events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id},
+                        frozenset((seat,)) if seat in state.choices else None)]
         if len(new.choices) < new.seats:
             return new, events
         shown = tuple((s, *new.cards[s]) for s in range(new.seats) if new.choices[s] == "show")

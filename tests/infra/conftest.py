@@ -19,6 +19,7 @@ from app.infra.pubsub import LocalPubSub, RedisPubSub
 from app.infra.redis_timers import RedisTimers
 from app.infra.timers import LocalTimers
 from tests.conftest import REDIS_URL
+from tests.timing import scaled
 
 KINDS = ["local", pytest.param("redis", marks=pytest.mark.redis)]
 
@@ -189,7 +190,7 @@ async def leases(kind, prefix):
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 3.0, step: float = 0.01) -> bool:
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + scaled(timeout)
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:
             return False

@@ -9,6 +9,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.infra.leases import LeaseKeeper, LocalLeases
 from tests.infra.conftest import wait_until
+from tests.timing import scaled
 
 
 async def test_acquire_is_exclusive(leases):
@@ -156,7 +157,7 @@ async def _is_none(coro) -> bool:
 
 async def wait_until_async(make, timeout: float) -> bool:
     """Poll an async predicate until it holds (a wait on the condition, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         if await make():
             return True
@@ -246,3 +247,100 @@ async def test_the_node_keeper_lapses_only_with_several_nodes():
     finally:
         await redis_backends.close()
         await local.close()
+
+
+@pytest.fixture
+async def prefix_redis():
+    """A fresh key prefix on the real Redis; its keys are deleted afterwards."""
+    import uuid
+
+    from redis.asyncio import Redis
+
+    from tests.conftest import REDIS_URL
+
+    value = f"bftest:{uuid.uuid4().hex}:"
+    yield value
+    client = Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=value + "*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+def _node_keeper(prefix: str, lost: list[str], *, lease: float, stall: float):
+    """The production wiring (``create_app``'s ``make_lease_keeper``) on the real Redis, with
+    ``LEASE_SECONDS`` = ``lease`` and ``LEASE_STALL_SECONDS`` = ``stall``."""
+    from app.config import Settings
+    from app.infra.backends import make_backends
+    from app.main import make_lease_keeper
+    from tests.conftest import REDIS_URL
+
+    backends = make_backends(REDIS_URL, "n1", prefix)
+    settings = Settings(lease_seconds=lease, lease_stall_seconds=stall, node_id="n1")
+    return backends, make_lease_keeper(backends, settings, lost.append)
+
+
+@pytest.mark.redis
+async def test_a_busy_event_loop_keeps_its_leases(prefix_redis):
+    """Several nodes: the event loop blocked for 2.5 s — longer than the 1 s lease itself, within
+    ``LEASE_STALL_SECONDS`` (4 s) — loses no lease: the renewal thread keeps them alive meanwhile
+    (the lease's holder in Redis never changes, no other node could have taken it). Before, the
+    renewals ran on the loop: a stall past ``lease - margin`` (0.9 s here, 1.8 s with the default
+    2 s lease) lost every lease of the node at once (571 in bursts of 26-42 on a starved node)."""
+    lost: list[str] = []
+    backends, keeper = _node_keeper(prefix_redis, lost, lease=1.0, stall=4.0)
+    await keeper.start()
+    try:
+        for match_id in ("m1", "m2", "m3"):
+            assert await keeper.acquire(match_id)
+        time.sleep(2.5)  # the loop is blocked: no await, nothing else on it runs
+        assert all(keeper.holds(m) for m in ("m1", "m2", "m3")), keeper.held
+        await asyncio.sleep(0.3)  # the loop runs again: any loss would be delivered now
+        assert lost == [] and keeper.held == {"m1", "m2", "m3"}
+        assert keeper.losses == {"taken": 0, "expired": 0, "stalled": 0}
+        for match_id in ("m1", "m2", "m3"):
+            assert await backends.leases.owner(match_id) == "n1"
+    finally:
+        await keeper.stop()
+        await backends.close()
+
+
+@pytest.mark.redis
+async def test_a_loop_stalled_past_the_stall_bound_lets_its_leases_lapse_and_counts_them(prefix_redis):
+    """A loop blocked past ``LEASE_STALL_SECONDS`` + the lease: the thread stops renewing once the
+    loop's heartbeat is older than the bound, the leases expire in Redis (another node may take
+    the matches: this one cannot run them), and when the loop runs again they are declared lost,
+    counted as ``stalled`` (``bannerfall_lease_losses_total{reason="stalled"}``)."""
+    lost: list[str] = []
+    backends, keeper = _node_keeper(prefix_redis, lost, lease=1.0, stall=1.0)
+    await keeper.start()
+    try:
+        assert await keeper.acquire("m1") and await keeper.acquire("m2")
+        time.sleep(3.0)  # past the stall bound (1 s) and then the lease (1 s)
+        assert not keeper.holds("m1")
+        assert await backends.leases.owner("m1") is None  # expired in Redis: free for another node
+        assert await wait_until(lambda: sorted(lost) == ["m1", "m2"], timeout=3.0), lost
+        assert keeper.losses["stalled"] == 2 and keeper.held == set()
+    finally:
+        await keeper.stop()
+        await backends.close()
+
+
+@pytest.mark.redis
+async def test_a_lease_taken_while_the_thread_renews_is_lost_as_taken(prefix_redis):
+    """The renewal thread finds another holder (Redis lost the key and another node acquired it):
+    lost at once, reason ``taken``, ``on_lost`` called on the loop."""
+    lost: list[str] = []
+    backends, keeper = _node_keeper(prefix_redis, lost, lease=1.0, stall=5.0)
+    await keeper.start()
+    try:
+        assert await keeper.acquire("m1")
+        await backends.redis.delete(backends.leases.key("m1"))
+        assert await backends.leases.acquire("m1", "n2", 5)
+        assert await wait_until(lambda: lost == ["m1"], timeout=3.0), lost
+        assert keeper.losses["taken"] == 1 and not keeper.holds("m1")
+    finally:
+        await keeper.stop()
+        await backends.close()

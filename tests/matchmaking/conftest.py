@@ -1,5 +1,6 @@
 """Fixtures of the matchmaking suite: every store contract test runs against the in-process store
-and the real local Redis (a fresh key prefix per test, its keys deleted afterwards)."""
+and the real local Redis (both with parties and rematch offers; a fresh key prefix per test, its
+keys deleted afterwards)."""
 from __future__ import annotations
 
 import time
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from app.matchmaking.parties import LocalParties, RedisParties
 from app.matchmaking.service import pool_key
-from app.matchmaking.store import LocalTicketStore, RedisTicketStore
 from tests.conftest import REDIS_URL
 
 KINDS = ["local", pytest.param("redis", marks=pytest.mark.redis)]
@@ -28,7 +29,7 @@ async def make_store(kind):
     prefix = f"bftest:{uuid.uuid4().hex}:"
     made: list[Any] = []
     clients: list[Redis] = []
-    local = LocalTicketStore()
+    local = LocalParties()
 
     async def factory():
         if kind == "local":
@@ -36,7 +37,7 @@ async def make_store(kind):
         else:
             client = Redis.from_url(REDIS_URL)
             clients.append(client)
-            store = RedisTicketStore(client, REDIS_URL, prefix, ticket_ttl=300, recheck=2.0)
+            store = RedisParties(client, REDIS_URL, prefix, ticket_ttl=300, recheck=2.0)
         await store.start()
         made.append(store)
         return store

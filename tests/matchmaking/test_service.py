@@ -17,13 +17,13 @@ from app.db.database import make_engine
 from app.db.migrate import upgrade
 from app.db.repo import Repository
 from app.matchmaking.matcher import Window
+from app.matchmaking.parties import LocalParties, RedisParties
 from app.matchmaking.service import (
     MatchmakingConfig,
     MatchmakingService,
     bot_player_factory,
     pool_key,
 )
-from app.matchmaking.store import LocalTicketStore, RedisTicketStore
 from tests.conftest import REDIS_URL, make_db_url
 from tests.matchmaking.conftest import new_ticket
 
@@ -69,7 +69,7 @@ async def nodes(mm_db):
     kind, url = mm_db
     prefix = f"bftest:{uuid.uuid4().hex}:"
     engines, clients, made = [], [], []
-    local = LocalTicketStore()
+    local = LocalParties()
     for _ in range(2):
         engine = make_engine(url)
         engines.append(engine)
@@ -79,7 +79,7 @@ async def nodes(mm_db):
         else:
             client = Redis.from_url(REDIS_URL)
             clients.append(client)
-            store = RedisTicketStore(client, REDIS_URL, prefix, ticket_ttl=300)
+            store = RedisParties(client, REDIS_URL, prefix, ticket_ttl=300)
         await store.start()
         config = MatchmakingConfig(window=Window(3.0, 0.5, 30.0), tick_seconds=0.05, claim_seconds=0.3)
         starts = Starts(repo)
@@ -229,3 +229,41 @@ async def test_ratings_decide_who_plays_whom_and_the_window_widens(nodes):
     assert await a.tick(now=now + 33.0) == 0
     assert {(await a.store.get(t["id"]))["status"] for t in (t0, t1)} == {"waiting"}
     assert await a.tick(now=now + 34.0) == 1
+
+
+async def _party_ticket(service: MatchmakingService, size: int, seats: int, **kw: Any) -> dict[str, Any]:
+    """A party of ``size`` real players queued for ``seats`` seats (through the store's party step)."""
+    ids = []
+    for _ in range(size):
+        pid = uuid.uuid4().hex
+        await service.repo.create_player(pid, "p", "player", hash_token(uuid.uuid4().hex))
+        ids.append(pid)
+    now = time.time()
+    party = {"id": uuid.uuid4().hex, "leader_id": ids[0], "game": "provinces", "seats": seats, "options": {},
+             "code": uuid.uuid4().hex, "code_expires_at": now + 600, "created_at": now}
+    store: Any = service.store
+    await store.create_party(party)
+    for pid in ids[1:]:
+        await store.join_party(party["code"], pid)
+    return await store.queue_party(party["id"], ids[0], ids, new_ticket(ids[0], seats=seats, **kw))
+
+
+async def test_parties_and_strangers_racing_on_two_nodes_each_party_whole_in_one_match(nodes):
+    """Parties of 2 and 3 and strangers for 4-seat tables, both nodes forming matches at once: every
+    party sits whole in one match, its leader first, nobody in two matches, every table full."""
+    a, b = nodes
+    parties = [await _party_ticket(a, 3, 4) for _ in range(3)] + [await _party_ticket(b, 2, 4) for _ in range(2)]
+    strangers = await queue(a, 3, seats=4) + await queue(b, 4, seats=4)
+    for _ in range(6):
+        await asyncio.gather(a.tick(), b.tick())
+    done = {t["id"]: await a.store.get(t["id"]) for t in parties + strangers}
+    assert {t["status"] for t in done.values()} == {"matched"}
+    started = {m["id"]: m for m in a.starts.started + b.starts.started}
+    seated = [s["player_id"] for m in started.values() for s in m["seats"]]
+    assert len(seated) == len(set(seated)) == 3 * 3 + 2 * 2 + 7 and len(started) == 5
+    for p in parties:
+        match = started[done[p["id"]]["match_id"]]
+        ids = [s["player_id"] for s in match["seats"]]
+        assert set(p["members"]) <= set(ids)
+        at = ids.index(p["members"][0])
+        assert ids[at:at + len(p["members"])] == p["members"]   # side by side, the leader first

@@ -21,6 +21,7 @@ from app.db.repo import MatchWrite, Repository
 from app.db.wallet import (
     CRYSTALS,
     InsufficientCrystals,
+    LifetimeSpent,
     WalletRepository,
 )
 from tests.conftest import make_db_url
@@ -241,3 +242,153 @@ async def test_ledger_explains_every_unit_after_a_random_sequence(two_nodes):
         balances = await nodes[0].balances(pid)
         assert all(v >= 0 for v in balances.values())
         assert balances[CRYSTALS] == (await nodes[0].wallet(pid))["crystals"]
+
+
+# ---- lifetimes reserved when a match is created (seed §5.1.2: at most as many matches as left) ----
+
+def _new_match(seats: list[dict]) -> dict[str, Any]:
+    return {"id": uuid.uuid4().hex, "game": "conquest", "options": {"loadouts": [s.get("loadout", []) for s in seats]},
+            "seat_count": len(seats), "seats": [{k: v for k, v in s.items() if k != "loadout"} for s in seats],
+            "seed": "00", "seed_hash": "00", "status": "running", "lobby_id": None, "deadlines": {}, "outcome": None,
+            "version": 0, "created_at": time.time(), "ended_at": None, "owner_epoch": 1, "owner_node": "test"}
+
+
+async def _end(repo: Repository, match: dict[str, Any], status: str) -> dict[str, Any]:
+    last = {"match_id": match["id"], "seq": 1, "seat": None, "kind": "abort" if status == "aborted" else "act",
+            "action": {"type": status}, "client_seq": None, "deadlines": {}, "created_at": time.time()}
+    assert await repo.commit_batch([MatchWrite(match["id"], 1, [last], {"status": status, "ended_at": time.time()})]) \
+        == set()
+    ended = await repo.match(match["id"])
+    assert ended is not None
+    return ended
+
+
+@pytest.fixture
+async def two_repos(meta_db):
+    """Two nodes: each its own engine, with its Repository and WalletRepository."""
+    engines = [make_engine(meta_db), make_engine(meta_db)]
+    yield [(Repository(e), WalletRepository(e)) for e in engines]
+    for e in engines:
+        await e.dispose()
+
+
+async def test_a_special_with_n_matches_left_starts_at_most_n_matches_across_nodes_5_1_2(two_repos):
+    """Ten matches created at once on two nodes, each bringing a special with 2 matches left: exactly
+    two are created (the others are refused with LifetimeSpent and leave nothing behind)."""
+    (repo_a, a), (repo_b, b) = two_repos
+    pid = await new_player(repo_a)
+    await a.grant_special(pid, "hound", 2, actor="admin", reason="t")
+    seats = [{"player_id": pid, "name": "p", "bot": None, "loadout": ["hound"]},
+             {"player_id": uuid.uuid4().hex, "name": "bot", "bot": "smart", "loadout": ["spy"]}]
+    matches = [_new_match(seats) for _ in range(10)]
+
+    async def create(i: int, match: dict[str, Any]):
+        repo, wallets = (repo_a, a) if i % 2 else (repo_b, b)
+        try:
+            await repo.create_match(match, also=wallets.reserve_lifetimes)
+            return match["id"]
+        except LifetimeSpent as exc:
+            assert exc.player_id == pid and exc.special == "hound"
+            return None
+
+    made = [m for m in await asyncio.gather(*(create(i, m) for i, m in enumerate(matches))) if m]
+    assert len(made) == 2
+    assert [await repo_a.match(m["id"]) is not None for m in matches].count(True) == 2  # refused: not inserted
+    assert await a.owned(pid) == {}
+    uses = [(r["kind"], r["delta"], r["ref"]) for r in await a.ledger(pid) if r["kind"] == "match_use"]
+    assert sorted(uses) == sorted(("match_use", -1, m) for m in made)
+    await assert_ledger_explains_balances(a, pid)
+    # finishing them counts nothing more, whoever settles, however often
+    for mid in made:
+        ended = await _end(repo_a, {"id": mid}, "finished")
+        assert sorted(r for r in await asyncio.gather(a.settle_match(ended), b.settle_match(ended))
+                      if r is not None) == [0]
+    rows = await a.ledger(pid)
+    assert not [r for r in rows if r["reason"] == "already expired"]
+    assert [r["kind"] for r in rows].count("match_use") == 2
+    assert (await a.balances(pid))["hound"] == 0
+    await assert_ledger_explains_balances(a, pid)
+
+
+async def test_an_aborted_match_gives_its_reserved_lifetimes_back_once(two_repos):
+    (repo_a, a), (_repo_b, b) = two_repos
+    pid = await new_player(repo_a)
+    await a.grant_special(pid, "scout", 1, actor="admin", reason="t")
+    await a.grant_special(pid, "joker", 3, actor="admin", reason="t")
+    match = _new_match([{"player_id": pid, "name": "p", "bot": None, "loadout": ["scout", "joker"]}])
+    await repo_a.create_match(match, also=a.reserve_lifetimes)
+    assert await a.owned(pid) == {"joker": 2}  # scout's last match is in play
+    with pytest.raises(LifetimeSpent):  # so a second match cannot bring it
+        await repo_a.create_match(_new_match([{"player_id": pid, "name": "p", "bot": None, "loadout": ["scout"]}]),
+                                  also=a.reserve_lifetimes)
+    ended = await _end(repo_a, match, "aborted")
+    results = await asyncio.gather(a.settle_match(ended), b.settle_match(ended), a.settle_match(ended))
+    assert [r for r in results if r is not None] == [0]
+    assert await a.owned(pid) == {"scout": 1, "joker": 3}
+    releases = [(r["asset"], r["delta"], r["ref"]) for r in await a.ledger(pid) if r["kind"] == "match_release"]
+    assert sorted(releases) == [("joker", 1, match["id"]), ("scout", 1, match["id"])]
+    await assert_ledger_explains_balances(a, pid)
+    # given back: it can be brought again
+    again = _new_match([{"player_id": pid, "name": "p", "bot": None, "loadout": ["scout"]}])
+    await repo_a.create_match(again, also=a.reserve_lifetimes)
+    assert await a.owned(pid) == {"joker": 3}
+
+
+async def test_reservation_skips_bots_and_specials_never_owned(two_repos):
+    (repo_a, a), _ = two_repos
+    pid = await new_player(repo_a)
+    match = _new_match([{"player_id": pid, "name": "p", "bot": None, "loadout": ["spy"]},
+                        {"player_id": uuid.uuid4().hex, "name": "bot", "bot": "smart", "loadout": ["spy"]}])
+    await repo_a.create_match(match, also=a.reserve_lifetimes)
+    assert await a.ledger(pid) == []
+
+
+# ---- idempotency keys kept with what they spend (docs/protocol.md, "Idempotency keys") ----------
+
+async def test_an_idempotency_key_spends_once_across_nodes_and_expires(two_nodes):
+    from app.db.idempotency import Idempotency, IdempotencyKeyReused, fingerprint
+
+    repo, (a, b) = two_nodes
+    pid = await new_player(repo)
+    await a.grant_crystals(pid, 100, actor="admin", reason="t")
+
+    def idem(key: str, seed: str = "s", ttl: float = 3600.0) -> Idempotency:
+        return Idempotency(pid, key, fingerprint("POST", "/spins", {"client_seed": seed}), ttl)
+
+    results = await asyncio.gather(*(w.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed="s",
+                                                 idem=idem("k1")) for w in [a, b] * 5))
+    assert len({r["id"] for r in results}) == 1 and (await a.wallet(pid))["crystals"] == 80
+    with pytest.raises(IdempotencyKeyReused):
+        await b.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed="t", idem=idem("k1", "t"))
+    assert (await a.wallet(pid))["crystals"] == 80
+    # a kept answer lasts its retention: after it, the same key is a new request
+    old = idem("k2", ttl=60.0)
+    first = await a.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed="s", idem=old)
+    from sqlalchemy import update
+
+    from app.db.tables import idempotency_t
+    async with a.engine.begin() as conn:
+        await conn.execute(update(idempotency_t).where(idempotency_t.c.key == "k2")
+                           .values(created_at=time.time() - 61))
+    later = await b.play_spin(pid, price=20, strip=STRIP, paytable=PAYTABLE, client_seed="s", idem=idem("k2", ttl=60.0))
+    assert later["id"] != first["id"] and (await a.wallet(pid))["crystals"] == 40
+    await assert_ledger_explains_balances(a, pid)
+
+
+async def test_keys_past_their_retention_are_pruned(two_nodes):
+    from app.db.idempotency import Idempotency, fingerprint, lookup, prune
+
+    repo, (a, _b) = two_nodes
+    pid = await new_player(repo)
+    keep = Idempotency(pid, "fresh", fingerprint("POST", "/x", None), 3600.0)
+    gone = Idempotency(pid, "stale", fingerprint("POST", "/x", None), 3600.0)
+    await a.grant_crystals(pid, 1, actor="admin", reason="t", idem=gone)
+    await a.grant_crystals(pid, 1, actor="admin", reason="t", idem=keep)
+    from sqlalchemy import update
+
+    from app.db.tables import idempotency_t
+    async with a.engine.begin() as conn:
+        await conn.execute(update(idempotency_t).where(idempotency_t.c.key == "stale")
+                           .values(created_at=time.time() - 7200))
+    assert await prune(a.engine, time.time() - 3600) == 1
+    assert (await lookup(a.engine, keep))[0] and not (await lookup(a.engine, gone))[0]

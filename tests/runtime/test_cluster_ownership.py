@@ -21,6 +21,7 @@ from app.runtime.manager import MatchManager
 from tests.conftest import REDIS_URL, PostgresDatabase
 from tests.infra.conftest import wait_until
 from tests.runtime.twins import FakePeer
+from tests.timing import scaled
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -142,7 +143,7 @@ async def test_redis_losing_every_key_makes_the_owner_reacquire_and_rearm(two_no
 
 async def wait_until_async(make, timeout: float) -> bool:
     loop = asyncio.get_running_loop()
-    ends = loop.time() + timeout
+    ends = loop.time() + scaled(timeout)
     while loop.time() < ends:
         if await make() is not None:
             return True

@@ -1,10 +1,9 @@
-"""``app.runtime.history.EventHistory`` against the plain list of ``(version, events, versions)`` it
-replaced (a ``deque(maxlen=size)`` and the floor kept beside it): the same window, the same floors
-and the same events for every audience and range, across the compressed chunks' boundaries."""
+"""``app.runtime.history.EventHistory`` against a plain list of ``(version, events, versions)``: the
+same window (the last ``size`` records and every audience's last ``size`` visible ones), the same
+floors and the same events for every audience and range, across the compressed chunks' boundaries."""
 from __future__ import annotations
 
 import random
-from collections import deque
 
 import pytest
 
@@ -36,13 +35,16 @@ def _records(count: int, seed: int) -> list[tuple[int, list[Event], tuple[int, .
 
 
 def _naive(records, size, floor0):
-    window = deque(maxlen=size)
-    floor = floor0
-    for entry in records:
-        if len(window) == size:
-            floor = window[0][2]
-        window.append(entry)
-    return window, floor
+    """What the history must keep, from the whole list: the last ``size`` records (the window) and,
+    for every audience, the records that raised its version among its last ``size`` (its own
+    floor: its newest version minus ``size``, or the start)."""
+    window = list(records[-size:]) if size else []
+    newest = records[-1][2] if records else floor0
+    own = tuple(max(f, c - size) for f, c in zip(floor0, newest, strict=True))
+    before = [floor0] + [r[2] for r in records[:-1]]
+    kept = [r for k, r in enumerate(records) if r in window
+            or any(v > b and v > o for v, b, o in zip(r[2], before[k], own, strict=True))]
+    return window, kept, own
 
 
 def _wire(events):  # what reaches a client: the encoded form (int keys become strings)
@@ -57,22 +59,31 @@ def test_window_floors_and_events_match_the_plain_list(count, size):
     history = EventHistory(size, len(KEYS), floor=(0,) * len(KEYS))
     for version, events, versions in records:
         history.append(version, events, versions)
-    window, floor = _naive(records, size, (0,) * len(KEYS))
+    window, kept, own = _naive(records, size, (0,) * len(KEYS))
     assert len(history) == len(window)
-    assert history.floor == floor
+    assert history.floor == own
     assert history.oldest_version == (window[0][0] if window else None)
-    assert [(v, av) for v, _e, av in history] == [(v, av) for v, _e, av in window]
+    assert [(v, av) for v, _e, av in history] == [(v, av) for v, _e, av in kept]
     assert [[(e.type, e.audience) for e in evs] for _v, evs, _av in history] == \
-        [[(e.type, e.audience) for e in evs] for _v, evs, _av in window]
+        [[(e.type, e.audience) for e in evs] for _v, evs, _av in kept]
     top = records[-1][0] if records else 0
     rng = random.Random(count)
     for _ in range(60):
         after, upto = sorted(rng.randrange(0, top + 2) for _ in range(2))
-        for i, viewer in enumerate(KEYS):
-            want = [e for _ver, evs, av in window if after < av[i] <= upto for e in audience_events(av[i], evs, viewer)]
+        for i, viewer in enumerate(KEYS):  # every event it could see after its own floor
+            want = [e for _ver, evs, av in records if max(after, own[i]) < av[i] <= upto
+                    for e in audience_events(av[i], evs, viewer)]
             assert history.events_between(i, viewer, after, upto) == _wire(want)
         want = [e for ver, evs, _av in window if after < ver <= upto for e in audience_events(ver, evs, ADMIN)]
         assert history.events_between(None, ADMIN, after, upto) == _wire(want)
+    # a history rebuilt from what it kept (as a replay hands it over) keeps and answers the same
+    if kept:
+        start = ([(0,) * len(KEYS)] + [r[2] for r in records])[records.index(kept[0])]
+        rebuilt = EventHistory(size, len(KEYS), kept, floor=start)
+        assert rebuilt.floor == history.floor
+        assert [(v, av) for v, _e, av in rebuilt] == [(v, av) for v, _e, av in history]
+        for i, viewer in enumerate(KEYS):
+            assert rebuilt.events_between(i, viewer, 0, top) == history.events_between(i, viewer, 0, top)
 
 
 def test_built_from_entries_takes_the_first_entrys_versions_as_floor_unless_given():
@@ -106,3 +117,29 @@ def test_recent_seqs_match_an_ordered_dict_of_the_last_n():
                 recent.acknowledge(acked, step)
                 plain[acked] = step
         assert all(recent.get(s) == v for s, v in plain.items())
+
+
+def test_records_an_audience_could_not_see_do_not_shrink_its_window():
+    """Seat 0 sees 5 records, then seat 1 makes 100 that only it sees: seat 0 still has its 5 events
+    and its floor, exactly as if seat 1 had made none (nothing counts what seat 0 could not see)."""
+    def run(hidden: int) -> EventHistory:
+        history = EventHistory(8, len(KEYS), floor=(0,) * len(KEYS))
+        versions = [0] * len(KEYS)
+        version = 0
+        for n in range(5):
+            version += 1
+            versions = [v + 1 for v in versions]
+            history.append(version, [Event("moved", {"n": n})], tuple(versions))
+        for n in range(hidden):
+            version += 1
+            versions[1] += 1
+            history.append(version, [Event("sorted", {"n": n}, frozenset({1}))], tuple(versions))
+        return history
+
+    quiet, busy = run(0), run(100)
+    assert busy.floor[0] == quiet.floor[0] == 0 and busy.floor[3] == quiet.floor[3] == 0
+    for i, viewer in ((0, 0), (2, 2), (3, SPECTATOR)):
+        assert busy.events_between(i, viewer, 0, 5) == quiet.events_between(i, viewer, 0, 5)
+        assert len(busy.events_between(i, viewer, 0, 5)) == 5
+    assert busy.floor[1] == 105 - 8  # seat 1's own window: its last 8
+    assert len(busy) <= 8 + 5

@@ -26,6 +26,7 @@ from app.runtime.replay import replay
 from tests.conftest import REDIS_URL, make_db_url
 from tests.infra.conftest import wait_until
 from tests.runtime.twins import FakePeer
+from tests.timing import scaled
 
 SEATS = [{"player_id": f"p{i}", "name": f"p{i}", "bot": None} for i in range(3)]
 ORDERS = {"type": "orders", "attack": []}
@@ -196,14 +197,14 @@ async def test_the_stale_rule_is_the_same_after_a_rebuild(nodes):
     runner.attach(peer0)
     act(runner, peer0, 1, version=0)
     assert (await acked(peer0, 1))["type"] == "ack"
-    starts_before = dict(runner._phase_start)
+    starts_before = dict(runner.applied.phase_starts)
     # every audience's version at the phase start: 0 (the deal)
     assert starts_before and all(set(v) == {0} for v in starts_before.values())
     await a.cluster.keeper.release(runner.match_id)
     a.manager.runners.pop(runner.match_id)
     b = await nodes("b")
     rebuilt = await b.manager.load(runner.match_id)
-    assert rebuilt is not None and rebuilt._phase_start == starts_before
+    assert rebuilt is not None and rebuilt.applied.phase_starts == starts_before
     peer1 = FakePeer(1)
     rebuilt.attach(peer1)
     act(rebuilt, peer1, 1, version=0)  # the protocol's recovery: resend what was decided on v0
@@ -261,7 +262,7 @@ async def _none(coro) -> bool:
 
 
 async def wait_until_async(make, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         if await make():
             return True

@@ -1,16 +1,16 @@
-"""``app.api.ws.Connection`` in-process (unit tests with a fake ASGI send and transport): a close
-flushes what was queued before it, then the close frame; a close that cannot finish is bounded
-(the transport is aborted, or without one the handler is cancelled); a forwarded act with no answer
-closes with 4503; the fast path writes a commit's messages to a socket in one write inside
-``corked``. The real-socket versions are in tests/e2e/test_socket_trust.py."""
+"""The ASGI transport's ``Connection`` in-process (unit tests with a fake ASGI send and transport):
+a close flushes what was queued before it, then the close frame; a close that cannot finish is
+bounded (the transport is aborted, or without one the handler is cancelled); a forwarded act with no
+answer closes with 4503. The socket hub frames a text once for many sockets and writes a commit's
+frames to a socket in one write inside ``corked``. The real-socket versions are in
+tests/e2e/test_socket_trust.py and tests/e2e/test_transports.py."""
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
-from websockets.protocol import State
-
-from app.api.ws import Connection, corked, has_nul, text_frame, utf8_size_over
+from app.runtime.protocol import has_nul, utf8_size_over
+from app.transport.asgi import Connection
+from app.transport.hub import SocketHub
 
 
 class FakeTransport:
@@ -159,53 +159,35 @@ def test_nul_and_utf8_size_helpers():
 def test_text_frame_is_the_frame_websockets_makes_and_is_reused_for_the_same_text():
     from websockets.frames import Frame, Opcode
 
-    from app.api.ws import text_frame
-
+    hub = SocketHub()
     for size in (0, 1, 125, 126, 127, 65535, 65536, 70000):  # the 7-, 16- and 64-bit lengths
         text = "é" * (size // 2) + "a" * (size % 2)  # size bytes of UTF-8
         frame = Frame(Opcode.TEXT, text.encode(), True).serialize(mask=False, extensions=[])
-        assert text_frame(text) == frame
-        assert text_frame(text) is text_frame(text)  # one text to many sockets: framed once
-    assert text_frame("a" * 10) != text_frame("b" * 10)
+        assert hub.text_frame(text) == frame
+        assert hub.text_frame(text) is hub.text_frame(text)  # one text to many sockets: framed once
+    assert hub.text_frame("a" * 10) != hub.text_frame("b" * 10)
 
 
-class WritesTransport(FakeTransport):
+class HeldSocket:
+    """Stands for a lean socket: what a batch held for it arrives in one call."""
+
     def __init__(self) -> None:
-        super().__init__()
         self.writes: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
+    def write_frames(self, frames: list[bytes]) -> None:
+        self.writes.append(b"".join(frames))
 
 
-def fast_path_connection(transport):
-    """A Connection whose fast path is on, over a stand-in for uvicorn's sans-I/O protocol."""
-    proto = FakeProtocol(transport=transport)
-    conn = Connection(FakeWebSocket(proto), 16, close_seconds=1.0)
-    writable = asyncio.Event()
-    writable.set()
-    conn.proto = SimpleNamespace(
-        handshake_complete=True, close_sent=False, disconnected=False, initial_response=None,
-        writable=writable, transport=transport,
-        conn=SimpleNamespace(state=State.OPEN, extensions=[], writes=[], expect_continuation_frame=False,
-                             debug=False))
-    return conn
-
-
-async def test_corked_pushes_leave_in_one_write_per_socket_in_order():
-    one, two = WritesTransport(), WritesTransport()
-    a, b = fast_path_connection(one), fast_path_connection(two)
-    a.push('{"type":"delta","n":1}')
-    assert one.writes == [text_frame('{"type":"delta","n":1}')]  # not corked: written at once
-    with corked():
-        a.push('{"type":"delta","n":2}')
-        b.push('{"type":"delta","n":2}')
-        with corked():  # nested: the outer one writes
-            a.push('{"type":"ack","seq":5}')
-        assert len(one.writes) == 1 and two.writes == []
-    assert one.writes[1:] == [text_frame('{"type":"delta","n":2}') + text_frame('{"type":"ack","seq":5}')]
-    assert two.writes == [text_frame('{"type":"delta","n":2}')]
-    with corked():
-        a.push('{"type":"delta","n":3}')
-        one.closing = True  # the socket is closing by the end: what was held is dropped
-    assert len(one.writes) == 2
+def test_corked_frames_leave_in_one_write_per_socket_in_order():
+    hub = SocketHub()
+    a, b = HeldSocket(), HeldSocket()
+    assert not hub.hold(a, b"x")  # not corked: the caller writes at once
+    with hub.corked():
+        assert hub.hold(a, hub.text_frame('{"type":"delta","n":2}'))
+        assert hub.hold(b, hub.text_frame('{"type":"delta","n":2}'))
+        with hub.corked():  # nested: the outer one writes
+            assert hub.hold(a, hub.text_frame('{"type":"ack","seq":5}'))
+        assert a.writes == [] and b.writes == []
+    assert a.writes == [hub.text_frame('{"type":"delta","n":2}') + hub.text_frame('{"type":"ack","seq":5}')]
+    assert b.writes == [hub.text_frame('{"type":"delta","n":2}')]
+    assert hub.batch is None

@@ -64,9 +64,12 @@ class Clock:
         return self.t
 
 
-def make_runner(game, seats: int, options: dict | None = None, seed: bytes = b"s" * 32, *, clock: Clock | None = None):
-    """A MatchRunner over the in-memory twins; returns (runner, log_writer, scheduled, finished)."""
-    state = game.setup(seats, game.Options.model_validate(options or {}), seed)
+def make_runner(game, seats: int, options: dict | None = None, seed: bytes = b"s" * 32, *, clock: Clock | None = None,
+                state=None):
+    """A MatchRunner over the in-memory twins; returns (runner, log_writer, scheduled, finished).
+    ``state``: a position to start from (a test position; by default the game's setup)."""
+    if state is None:
+        state = game.setup(seats, game.Options.model_validate(options or {}), seed)
     writer = FakeLogWriter()
     scheduled: list[tuple[str, int, float]] = []
     finished: list[MatchRunner] = []

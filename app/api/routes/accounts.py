@@ -10,18 +10,22 @@ as SHA-256 (:func:`app.api.deps.hash_token`). Sign-in attempts are rate limited 
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
+import unicodedata
+from collections.abc import Awaitable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
 from app.api import limits as api_limits
 from app.api.deps import PlayerDep, RepoDep, hash_token
 from app.api.errors import ApiError, not_found, responses
+from app.api.idempotency import IdempotencyKeyHeader, idempotency, mark, refusing_reuse
 from app.api.names import NameRefused, check_name, check_username, username_key
-from app.api.passwords import PASSWORD_MAX, PASSWORD_MIN, Passwords
+from app.api.passwords import Passwords, PasswordsBusy, WeakPassword, check_length
 from app.api.schemas import (
     AccountPublic,
     ClaimRequest,
+    PasswordChange,
     PlayerPublic,
     RevokedTokens,
     SignedIn,
@@ -31,21 +35,27 @@ from app.api.schemas import (
     TokenPublic,
 )
 from app.db.accounts import AccountRefused, AccountsRepository
+from app.db.idempotency import lookup as lookup_key
 
 router = APIRouter(prefix="/accounts", tags=["accounts"])
+T = TypeVar("T")
 
 
-def get_accounts(request: Request) -> AccountsRepository:
+async def get_accounts(request: Request) -> AccountsRepository:
     state = request.app.state
     if getattr(state, "accounts", None) is None:
         state.accounts = AccountsRepository(state.repo.engine)
     return state.accounts
 
 
-def get_passwords(request: Request) -> Passwords:
+async def get_passwords(request: Request) -> Passwords:
+    """The app's :class:`Passwords` (its bounded pool, counted in the metrics), made at first use."""
     state = request.app.state
     if getattr(state, "passwords", None) is None:
-        state.passwords = Passwords(state.settings)
+        metrics = state.metrics
+        passwords = Passwords(state.settings, counter=lambda op: metrics.password_work.labels(op).inc())
+        metrics.password_in_flight.set_function(lambda: passwords.in_flight)
+        state.passwords = passwords
     return state.passwords
 
 
@@ -59,9 +69,38 @@ def _bearer_hash(request: Request) -> str | None:
     return hash_token(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _check_password(password: str) -> None:
-    if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
-        raise ApiError(422, "weak_password", f"passwords are {PASSWORD_MIN}-{PASSWORD_MAX} characters")
+def _check_length(password: str) -> None:
+    """422 ``weak_password`` unless 8-128 characters (no pool, no lookup)."""
+    try:
+        check_length(password)
+    except WeakPassword as exc:
+        raise ApiError(422, "weak_password", exc.message) from None
+
+
+def _busy(exc: PasswordsBusy) -> api_limits.LimitExceeded:
+    return api_limits.LimitExceeded(503, "busy", f"too many password checks at once: retry in {exc.retry_after} s",
+                                    exc.retry_after)
+
+
+async def _password_work(work: Awaitable[T]) -> T:
+    """``work`` (an operation of :class:`Passwords`): a full pool is ``503 busy`` with
+    ``Retry-After``, a refused new password ``422 weak_password``."""
+    try:
+        return await work
+    except PasswordsBusy as exc:
+        raise _busy(exc) from None
+    except WeakPassword as exc:
+        raise ApiError(422, "weak_password", exc.message) from None
+
+
+async def _spend(request: Request, items: list[Any], what: str, *counters: tuple[str, ...]) -> None:
+    """Count one attempt against ``items`` under each counter key; 429 ``rate_limited`` (with
+    ``Retry-After``) when one is spent."""
+    limiter: api_limits.RateLimiter = request.app.state.rate_limiter
+    for counter in counters:
+        retry = await limiter.hit(items, *counter)
+        if retry is not None:
+            raise api_limits.LimitExceeded(429, "rate_limited", f"too many {what}: retry in {retry} s", retry)
 
 
 def checked_username(username: str) -> str:
@@ -93,7 +132,8 @@ def _sign_in_limits_of(request: Request) -> tuple[list[Any], list[Any], list[Any
 
 
 def _address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The key of the client's address (behind trusted proxies; an IPv6 one by its /64)."""
+    return api_limits.address_key(api_limits.client_address(request.scope))
 
 
 def _sign_in_budgets(request: Request, key: str) -> list[tuple[list[Any], tuple[str, ...]]]:
@@ -118,7 +158,7 @@ async def _sign_in_limits(request: Request, budgets: list[tuple[list[Any], tuple
     limiter: api_limits.RateLimiter = request.app.state.rate_limiter
     ip = _address(request)
     retry = None
-    if per_ip and ip not in limiter.exempt:
+    if per_ip and api_limits.client_address(request.scope) not in limiter.exempt:
         retry = await limiter.hit(per_ip, "sign-in-ip", ip)
     for limits, counter in budgets:
         if retry is not None:
@@ -142,23 +182,82 @@ async def my_account(player: PlayerDep, accounts: AccountsDep) -> AccountPublic:
     return AccountPublic(player=PlayerPublic(**player), username=account["username"] if account else None)
 
 
-@router.post("/claim", response_model=AccountPublic, status_code=201, responses=responses(401, 403, 409))
-async def claim(body: ClaimRequest, player: PlayerDep, accounts: AccountsDep, passwords: PasswordsDep) -> AccountPublic:
+@router.post("/claim", response_model=AccountPublic, status_code=201, responses=responses(400, 401, 403, 409))
+async def claim(request: Request, response: Response, body: ClaimRequest, player: PlayerDep, accounts: AccountsDep,
+                passwords: PasswordsDep, idempotency_key: IdempotencyKeyHeader = None) -> AccountPublic:
     """Claim the asking guest: it keeps its id, name, token, wallet and history and can sign in from
-    other devices. 403 ``forbidden`` for bots and admins; 409 ``already_claimed``, ``username_taken``;
+    other devices. ``Idempotency-Key``: a repeat (same username) gets the first answer (the
+    password is left out of the key's fingerprint: nothing derived from it is kept but its argon2
+    hash). 403 ``forbidden`` for bots and admins; 409 ``already_claimed``, ``username_taken``;
     422 ``bad_username``, ``bad_name``, ``blank_name``, ``reserved_name``, ``name_too_long``,
-    ``weak_password``."""
+    ``weak_password``, ``idempotency_key_reused``; 400 ``bad_idempotency_key``; 429 ``rate_limited``
+    (``rate_limit_claim``, per address and per player); 503 ``busy`` (the password pool is full, with
+    ``Retry-After``).
+
+    The cheap checks come first and the expensive work last: a repeat of an idempotent claim, the
+    shape of the username and the password's length, the claim budgets (every attempt counts),
+    whether the player has an account or the username is taken (one indexed lookup each); only then
+    the password policy and the argon2 hash, on the bounded pool. The unique index on the username's
+    key still decides a race."""
+    idem = idempotency(request, player["id"], idempotency_key, {"username": body.username})
     if player["role"] != "player":
         raise ApiError(403, "forbidden", "only players can claim an account")
+    if idem is not None:  # a repeat: its answer before any work (no second password hash)
+        with refusing_reuse():
+            found, stored = await lookup_key(accounts.engine, idem)
+        if found:
+            mark(response, idem)
+            return AccountPublic(player=PlayerPublic(**player), username=stored["username"])
     username = checked_username(body.username)
-    _check_password(body.password)
+    _check_length(body.password)
+    limiter: api_limits.RateLimiter = request.app.state.rate_limiter
+    if limiter.claims:
+        counters = [("claim-player", player["id"])]
+        if api_limits.client_address(request.scope) not in limiter.exempt:
+            counters.append(("claim-ip", _address(request)))
+        await _spend(request, limiter.claims, "claims", *counters)
     if await accounts.account(player["id"]) is not None:
+        if idem is not None:  # a repeat whose first request committed since the lookup above
+            with refusing_reuse():
+                found, stored = await lookup_key(accounts.engine, idem)
+            if found:
+                mark(response, idem)
+                return AccountPublic(player=PlayerPublic(**player), username=stored["username"])
         raise ApiError(409, "already_claimed", "this player has an account already")
+    key = username_key(username)
+    if await accounts.account_by_key(key) is not None:
+        raise ApiError(409, "username_taken", "that username is taken")
+    await _password_work(passwords.check_new(body.password, username, player["name"]))
+    password_hash = await _password_work(passwords.hash(body.password))
     try:
-        await accounts.claim(player["id"], username, username_key(username), await passwords.hash(body.password))
+        with refusing_reuse():
+            row = await accounts.claim(player["id"], username, key, password_hash, idem=idem)
     except AccountRefused as exc:
         raise ApiError(409, exc.code, exc.message) from None
-    return AccountPublic(player=PlayerPublic(**player), username=username)
+    mark(response, idem)
+    return AccountPublic(player=PlayerPublic(**player), username=row["username"])
+
+
+@router.post("/password", response_model=AccountPublic, responses=responses(401, 403, 409))
+async def change_password(body: PasswordChange, request: Request, player: PlayerDep, accounts: AccountsDep,
+                          passwords: PasswordsDep) -> AccountPublic:
+    """Change the asking player's password: ``current_password`` must be right, ``new_password``
+    passes the policy of a claim. The player's tokens stay valid (``POST
+    /accounts/sign-out-everywhere`` ends them). 403 ``wrong_password``; 409 ``no_account`` (a guest:
+    claim first); 422 ``weak_password``; 429 ``rate_limited`` (``rate_limit_password_change``, per
+    player, every attempt counted before the current password is checked); 503 ``busy``."""
+    _check_length(body.new_password)
+    limiter: api_limits.RateLimiter = request.app.state.rate_limiter
+    if limiter.password_changes:
+        await _spend(request, limiter.password_changes, "password changes", ("password-change", player["id"]))
+    account = await accounts.account(player["id"])
+    if account is None:
+        raise ApiError(409, "no_account", "this player has no account: claim one first")
+    if not await _password_work(passwords.verify(account["password_hash"], body.current_password)):
+        raise ApiError(403, "wrong_password", "the current password is wrong")
+    await _password_work(passwords.check_new(body.new_password, account["username"], player["name"]))
+    await accounts.set_password_hash(player["id"], await _password_work(passwords.hash(body.new_password)))
+    return AccountPublic(player=PlayerPublic(**player), username=account["username"])
 
 
 @router.post("/sign-in", response_model=SignedIn, responses=responses(401))
@@ -168,22 +267,27 @@ async def sign_in(body: SignInRequest, request: Request, repo: RepoDep, accounts
     signed in). 401 ``bad_credentials`` (unknown username or wrong password, indistinguishable);
     429 ``rate_limited`` (``rate_limit_sign_in_ip``: attempts per address; ``rate_limit_sign_in`` and
     ``rate_limit_sign_in_user``: failed attempts per username from this address and from all)."""
-    key = username_key(" ".join(body.username.split()))
+    typed = unicodedata.normalize("NFKC", " ".join(body.username.split()))
+    key = username_key(typed)
     # one sign-in of a username at a time on this node: the failure budgets are looked at before the
     # password check and spent after it, so parallel guesses must not all pass the look (2 Dec 2026:
     # 20 parallel wrong passwords all got a password check against a budget of 5)
     budgets = _sign_in_budgets(request, key)
     async with api_limits.keyed_lock(request, "sign-in", key):
         await _sign_in_limits(request, budgets)
-        account = await accounts.account_by_key(key)
-        if not await passwords.verify(account["password_hash"] if account else None, body.password) or account is None:
+        account = await accounts.account_for_sign_in(typed, key)
+        if not await _password_work(passwords.verify(account["password_hash"] if account else None,
+                                                     body.password)) or account is None:
             await _sign_in_failed(request, budgets)
             raise ApiError(401, "bad_credentials", "unknown username or wrong password")
     player = await repo.player(account["player_id"])
     if player is None:
         raise ApiError(401, "bad_credentials", "unknown username or wrong password")
     if passwords.needs_rehash(account["password_hash"]):
-        await accounts.set_password_hash(player["id"], await passwords.hash(body.password))
+        try:  # best effort: with the pool full the old hash stays, for the next sign-in to renew
+            await accounts.set_password_hash(player["id"], await passwords.hash(body.password))
+        except PasswordsBusy:
+            pass
     label = None
     if body.label:
         try:

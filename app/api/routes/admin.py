@@ -1,18 +1,18 @@
 """Admin: list matches, read any match's full state (hidden cards marked) and log, step a replay, abort."""
 from __future__ import annotations
 
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Path, Query
 
 from app.api.deps import AdminDep, ManagerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.routes.matches import match_public
-from app.api.schemas import AbortRequest, MatchPage, MatchPublic, Text
+from app.api.schemas import AbortRequest, AdminLog, AdminMatchState, AdminReplay, MatchPage, MatchPublic, Text
 from app.api.security import refuse_seated_admin
 from app.db.paging import BadCursor
 from app.games.base import ADMIN, IllegalAction
-from app.runtime.replay import ReplayMismatch, replay
+from app.runtime.replay import ReplayMismatch, RulesUnavailable, replay
 from app.runtime.rows import LogRow, MatchRow
 
 router = APIRouter(prefix="/admin", tags=["admin"])
@@ -43,8 +43,8 @@ async def list_matches(repo: RepoDep, manager: ManagerDep, _admin: AdminDep, set
     return MatchPage(items=out, next_cursor=next_cursor)
 
 
-@router.get("/matches/{match_id}", responses=responses(401, 403, 404))
-async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -> dict[str, Any]:
+@router.get("/matches/{match_id}", response_model=AdminMatchState, responses=responses(401, 403, 404))
+async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -> AdminMatchState:
     """The full state as the admin view (every hidden card present and marked ``"hidden": true``),
     the pending prompts with their deadlines, and the seed (admins may see it; it stays secret from players).
     403 ``seated_admin`` while the asking admin holds a seat in the running match."""
@@ -54,12 +54,13 @@ async def match_state(match_id: MatchId, manager: ManagerDep, admin: AdminDep) -
     refuse_seated_admin(runner.meta, admin)
     msg = runner.current_state(ADMIN)
     hidden = runner.game.hidden_tokens
-    return {**msg, "match": match_public(runner.meta).model_dump(), "seed": runner.meta["seed"],
-            "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}}
+    return AdminMatchState.model_validate(
+        {**msg, "match": match_public(runner.meta), "seed": runner.meta["seed"],
+         "hidden_from": {str(s): sorted(hidden(runner.state, s)) for s in range(runner.meta["seat_count"])}})
 
 
-@router.get("/matches/{match_id}/log", responses=responses(401, 403, 404))
-async def match_log(match_id: MatchId, repo: RepoDep, admin: AdminDep) -> dict[str, Any]:
+@router.get("/matches/{match_id}/log", response_model=AdminLog, responses=responses(401, 403, 404))
+async def match_log(match_id: MatchId, repo: RepoDep, admin: AdminDep) -> AdminLog:
     """The action log, and the deadlines the match started with (what a replay needs to derive the
     audience versions, ``app/runtime/audience.py``). 403 ``seated_admin`` while the asking admin
     holds a seat in the running match."""
@@ -67,13 +68,13 @@ async def match_log(match_id: MatchId, repo: RepoDep, admin: AdminDep) -> dict[s
     if m is None:
         raise not_found("match")
     refuse_seated_admin(m, admin)
-    return {"match_id": match_id, "initial_deadlines": m.get("deadlines") or {},
-            "actions": await repo.actions(match_id)}
+    return AdminLog.model_validate({"match_id": match_id, "initial_deadlines": m.get("deadlines") or {},
+                                    "actions": await repo.actions(match_id)})
 
 
-@router.get("/matches/{match_id}/replay", responses=responses(401, 403, 404, 409))
+@router.get("/matches/{match_id}/replay", response_model=AdminReplay, responses=responses(401, 403, 404, 409))
 async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
-                       version: int = Query(0, ge=0, le=MAX_INT)) -> dict[str, Any]:
+                       version: int = Query(0, ge=0, le=MAX_INT)) -> AdminReplay:
     """The admin view of the match as it was at ``version`` (0 = the deal), with that step's events.
     403 ``seated_admin`` while the asking admin holds a seat in the running match."""
     m = await repo.match(match_id)
@@ -84,17 +85,20 @@ async def match_replay(match_id: MatchId, repo: RepoDep, admin: AdminDep,
     try:
         result = replay(cast(MatchRow, m), cast(list[LogRow], actions), until=version, keep_events=1,
                         audiences=False)
+    except RulesUnavailable as exc:
+        raise ApiError(409, "rules_unavailable", str(exc)) from None
     except ReplayMismatch as exc:
         raise ApiError(409, "replay_mismatch", str(exc)) from None
     events = [{**e.to_wire(), "audience": None if e.audience is None else sorted(e.audience)}
               for ver, evs, _audiences in result.history if ver == result.version for e in evs]
-    return {"match_id": match_id, "version": result.version, "last_version": len(actions),
-            "action": actions[result.version - 1] if result.version else None,
-            "view": result.game.view(result.state, ADMIN), "events": events}
+    return AdminReplay.model_validate({"match_id": match_id, "version": result.version, "last_version": len(actions),
+                                       "action": actions[result.version - 1] if result.version else None,
+                                       "view": result.game.view(result.state, ADMIN), "events": events})
 
 
 @router.post("/matches/{match_id}/abort", response_model=MatchPublic,
-             responses=responses(401, 403, 404, 409))
+             responses=responses(401, 403, 404, 409, unavailable="`abort_pending`: the match's node has not made "
+                                 "the abort durable in time; `match_moved`: the match changed node while aborting"))
 async def abort(match_id: MatchId, manager: ManagerDep, admin: AdminDep,
                 body: AbortRequest | None = None) -> MatchPublic:
     reason = (body or AbortRequest()).reason

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from app.api.deps import AdminDep, PlayerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, Error, not_found, responses
+from app.api.idempotency import IdempotencyKeyHeader, idempotency, mark, refusing_reuse
 from app.api.meta_schemas import (
     CrystalGrant,
     GrantResult,
@@ -37,12 +38,13 @@ LobbyId = Annotated[Text, Path(max_length=64, description="a lobby id")]
 #: ledger ids are 32-bit
 LedgerBefore = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="page back from this ledger id")]
 LedgerCursor = Annotated[Text | None, Query(max_length=512, description="next_cursor of the previous page")]
-_SPIN_ERRORS = {**responses(401, 409), 409: {"model": Error, "description": "`insufficient_crystals`: nothing taken"},
-                503: {"model": Error, "description": "`busy`: the spin lost several races in a row; try again"}}
+_SPIN_ERRORS = {**responses(400, 401, 409, unavailable="`busy`: the wallet changed under the spin's lock (not "
+                                                        "expected); nothing was taken; try again"),
+                409: {"model": Error, "description": "`insufficient_crystals`: nothing taken"}}
 admin_router = APIRouter(prefix="/admin", tags=["admin"])
 
 
-def get_wallets(request: Request) -> WalletRepository:
+async def get_wallets(request: Request) -> WalletRepository:
     return request.app.state.wallets
 
 
@@ -101,19 +103,25 @@ async def next_spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDe
 
 
 @router.post("/players/me/spins", response_model=SpinResult, status_code=201, responses=_SPIN_ERRORS)
-async def spin(player: PlayerDep, wallets: WalletsDep, settings: SettingsDep,
+async def spin(request: Request, response: Response, player: PlayerDep, wallets: WalletsDep,
+               settings: SettingsDep, idempotency_key: IdempotencyKeyHeader = None,
                body: SpinRequest | None = None) -> SpinResult:
     """Spin the slot machine (seed §5.2): pay ``spin_price`` crystals, get three reels and maybe a
-    special. Errors: 409 ``insufficient_crystals`` (nothing taken), 503 ``busy`` (try again)."""
+    special. ``Idempotency-Key``: a repeat gets the first spin's answer and pays nothing. Errors: 409
+    ``insufficient_crystals`` (nothing taken), 503 ``busy`` (try again), 400 ``bad_idempotency_key``,
+    422 ``idempotency_key_reused``."""
     body = body or SpinRequest(client_seed="")
+    idem = idempotency(request, player["id"], idempotency_key, body.model_dump(mode="json"))
     try:
-        row = await wallets.play_spin(player["id"], price=settings.spin_price, strip=settings.spin_strip,
-                                      paytable=settings.spin_paytable, client_seed=body.client_seed)
+        with refusing_reuse():
+            row = await wallets.play_spin(player["id"], price=settings.spin_price, strip=settings.spin_strip,
+                                          paytable=settings.spin_paytable, client_seed=body.client_seed, idem=idem)
     except InsufficientCrystals as exc:
         raise ApiError(409, "insufficient_crystals",
                        f"a spin costs {exc.needed} crystals; you have {exc.balance}") from None
     except SpinContention:
         raise ApiError(503, "busy", "too many spins at once; try again") from None
+    mark(response, idem)
     return SpinResult(**row, crystals=row["balance"])
 
 
@@ -147,23 +155,26 @@ async def verify(spin_id: SpinId, player: PlayerDep, wallets: WalletsDep) -> Spi
 
 
 @router.put("/lobbies/{lobby_id}/loadout", response_model=LobbyPublic, responses=responses(401, 404, 409))
-async def set_loadout(lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep, repo: RepoDep,
+async def set_loadout(request: Request, lobby_id: LobbyId, body: LoadoutRequest, player: PlayerDep, repo: RepoDep,
                       wallets: WalletsDep) -> LobbyPublic:
     """Change the specials you bring to an open Conquest lobby you sit in (conquest.md 5). Errors:
     404, 409 ``lobby_not_open`` / ``not_seated``, 422 ``special_not_owned`` and the other loadout codes."""
-    from app.api.routes.lobbies import _checked_loadout, _open_lobby, lobby_public
+    from app.api.routes.lobbies import _checked_loadout, _open_lobby, lobby_changed, lobby_public
 
     lobby = await _open_lobby(repo, lobby_id)
     mine = [s for s in lobby["seats"] if s["player_id"] == player["id"]]
     if not mine:
         raise ApiError(409, "not_seated", "you have no seat in this lobby")
     loadout = await _checked_loadout(wallets, lobby["game"], body.loadout, player["id"])
+    # the answer is read before the change: once it is committed nothing may fail (a read after it
+    # answered 503 storage_unavailable to a loadout that was set)
+    public = await lobby_public(repo, lobby)
     if not await wallets.set_seat_loadout(lobby_id, mine[0]["seat"], player["id"], loadout):
         raise ApiError(409, "not_seated", "you left the seat meanwhile")
-    fresh = await repo.lobby(lobby_id)
-    if fresh is None:  # lobbies are never deleted; kept for the type (the read is separate from the write)
-        raise not_found("lobby")
-    return await lobby_public(repo, fresh)
+    lobby_changed(request, lobby_id)
+    seats = [seat.model_copy(update={"loadout": list(loadout)}) if seat.seat == mine[0]["seat"] else seat
+             for seat in public.seats]
+    return public.model_copy(update={"seats": seats})
 
 
 # -- admins -------------------------------------------------------------------------------------
@@ -174,31 +185,46 @@ async def _existing_player(repo, player_id: str) -> dict[str, Any]:
     return player
 
 
-@admin_router.post("/players/{player_id}/crystals", response_model=GrantResult, responses=responses(401, 403, 404, 409))
-async def grant_crystals(player_id: PlayerId, body: CrystalGrant, admin: AdminDep, repo: RepoDep,
-                         wallets: WalletsDep) -> GrantResult:
+@admin_router.post("/players/{player_id}/crystals", response_model=GrantResult,
+                   responses=responses(400, 401, 403, 404, 409))
+async def grant_crystals(request: Request, response: Response, player_id: PlayerId, body: CrystalGrant,
+                         admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
+                         idempotency_key: IdempotencyKeyHeader = None) -> GrantResult:
     """Grant crystals (buying them is outside the server). Audited: the ledger row names the admin
-    and the reason. Errors: 404 ``not_found``, 422 ``invalid_request`` (amount 0), 409
-    ``insufficient_crystals`` (a negative amount larger than the balance; nothing changes)."""
+    and the reason. ``Idempotency-Key``: a repeat gets the first answer and grants nothing. Errors:
+    404 ``not_found``, 422 ``invalid_request`` (amount 0), 409 ``insufficient_crystals`` (a negative
+    amount larger than the balance; nothing changes), 400 ``bad_idempotency_key``, 422
+    ``idempotency_key_reused``."""
+    idem = idempotency(request, admin["id"], idempotency_key, body.model_dump(mode="json"))
     await _existing_player(repo, player_id)
     if body.amount == 0:
         raise ApiError(422, "invalid_request", "amount: must not be 0")
     try:
-        balance = await wallets.grant_crystals(player_id, body.amount, actor=admin["id"], reason=body.reason)
+        with refusing_reuse():
+            balance = await wallets.grant_crystals(player_id, body.amount, actor=admin["id"], reason=body.reason,
+                                                   idem=idem)
     except InsufficientCrystals as exc:
         raise ApiError(409, "insufficient_crystals", f"the player has {exc.balance} crystals") from None
+    mark(response, idem)
     return GrantResult(player_id=player_id, asset="crystals", balance=balance)
 
 
-@admin_router.post("/players/{player_id}/specials", response_model=GrantResult, responses=responses(401, 403, 404))
-async def grant_special(player_id: PlayerId, body: SpecialGrant, admin: AdminDep, repo: RepoDep,
-                        wallets: WalletsDep) -> GrantResult:
-    """Give a player a special for 1-10 more matches (audited like crystals). Errors: 404, 422
-    ``unknown_special``."""
+@admin_router.post("/players/{player_id}/specials", response_model=GrantResult,
+                   responses=responses(400, 401, 403, 404))
+async def grant_special(request: Request, response: Response, player_id: PlayerId, body: SpecialGrant,
+                        admin: AdminDep, repo: RepoDep, wallets: WalletsDep,
+                        idempotency_key: IdempotencyKeyHeader = None) -> GrantResult:
+    """Give a player a special for 1-10 more matches (audited like crystals; ``Idempotency-Key`` as
+    there). Errors: 404, 422 ``unknown_special``, 400 ``bad_idempotency_key``, 422
+    ``idempotency_key_reused``."""
+    idem = idempotency(request, admin["id"], idempotency_key, body.model_dump(mode="json"))
     await _existing_player(repo, player_id)
     if body.special not in SPECIALS:
         raise ApiError(422, "unknown_special", f"no special {body.special!r}")
-    left = await wallets.grant_special(player_id, body.special, body.matches, actor=admin["id"], reason=body.reason)
+    with refusing_reuse():
+        left = await wallets.grant_special(player_id, body.special, body.matches, actor=admin["id"],
+                                           reason=body.reason, idem=idem)
+    mark(response, idem)
     return GrantResult(player_id=player_id, asset=body.special, balance=left)
 
 

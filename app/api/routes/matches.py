@@ -10,6 +10,7 @@ from app.api.deps import ManagerDep, PlayerDep, RepoDep, SettingsDep
 from app.api.errors import ApiError, not_found, responses
 from app.api.schemas import MatchPage, MatchPublic, MatchSeat, Text
 from app.db.paging import BadCursor
+from app.games.versions import match_rules_version
 from app.runtime.interfaces import MatchDirectory
 
 router = APIRouter(prefix="/matches", tags=["matches"])
@@ -25,6 +26,7 @@ def match_public(m: Mapping[str, Any]) -> MatchPublic:
                for i, s in enumerate(m["seats"])],
         seed_hash=m["seed_hash"], seed=m["seed"] if ended else None, outcome=m["outcome"],
         created_at=m["created_at"], ended_at=m["ended_at"], version=m.get("version"),
+        rules_version=match_rules_version(m),
     )
 
 

@@ -28,8 +28,9 @@ class Board:
       ``neighbour_masks``: land -> the same as a bit set (bit ``n`` for land ``n``);
     - ``distance``: land -> land -> steps between them over shared sides;
     - ``starts``: seat -> its starting land;
-    - ``view_parts``: not part of the map (no equality, no repr): public view pieces that depend
-      only on the map and an owner, built once per match by :mod:`app.games.conquest.view`.
+    - ``view_parts``: not part of the map (no equality, no repr): the encoded entries of face-down
+      lands, which depend only on the map and an owner (``land * 8 + owner + 1`` -> bytes), made once
+      per match by :func:`app.games.conquest.view.view_parts`.
     """
 
     coords: tuple[tuple[int, int], ...]

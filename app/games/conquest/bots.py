@@ -69,7 +69,7 @@ def _joker_action(view: dict[str, Any], prompt: dict[str, Any], rng: random.Rand
     if prompt["kind"] != "decision" or "joker" not in you.get("loadout", ()):
         return None
     me = you["seat"]
-    if "joker" not in _active(view, me) and you["special_costs"].get("joker", 99) > you["mana"] - 4:
+    if "joker" not in _active(view, me) and you["special_costs"].get("joker", 99) > _free(you) - 4:
         return None
     battles = {b["land"]: b for b in view["battles"]}
     for land in you["decision_lands"]:
@@ -79,6 +79,12 @@ def _joker_action(view: dict[str, Any], prompt: dict[str, Any], rng: random.Rand
         card = min(hand, key=lambda c: poker.parse_card(c["card"])) if rng is None else rng.choice(hand)
         return {"type": "special", "special": "joker", "land": land, "card": card["id"]}
     return None
+
+
+def _free(you: dict[str, Any]) -> int:
+    """Mana a special may use now: the seat's mana less what its submission on file holds
+    (``you.reserved``, conquest.md 1.4)."""
+    return you["mana"] - you.get("reserved", 0)
 
 
 def _affordable(view: dict[str, Any], lands: list[int]) -> list[int]:
@@ -123,7 +129,7 @@ class RandomBot:
         if rng.random() >= self.special_chance:
             return None
         me = you["seat"]
-        mana = you["mana"]
+        mana = _free(you)
         active = _active(view, me)
         options: list[dict[str, Any]] = []
         for special in you["loadout"]:
@@ -154,6 +160,14 @@ class RandomBot:
             else:
                 options.append({"type": "special", "special": special})
         return rng.choice(options) if options else None
+
+    def anytime(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        """Now and then a random special for a seat with nothing to answer (specials are activated at
+        any moment, seed 5.1.3); None otherwise, and for a seat that brought none."""
+        you = view.get("you") or {}
+        if not you.get("loadout") or view["seats"][you["seat"]].get("eliminated"):
+            return None
+        return self._special(view, {"kind": None})
 
     def decide(self, view: dict[str, Any], prompt: dict[str, Any]) -> dict[str, Any] | None:
         if prompt.get("submitted"):
@@ -242,7 +256,7 @@ class SensibleBot:
         2 on a land next to another seat when rich; at a decision, the joker."""
         you = view["you"]
         me = you["seat"]
-        mana = you["mana"]
+        mana = _free(you)
         joker = _joker_action(view, prompt, None)
         if joker is not None:
             return joker

@@ -60,6 +60,30 @@ def shield_on(state: State, land: int, seat: int) -> int:
     return shield[1]
 
 
+def reserved_mana(state: State, seat: int) -> int:
+    """Mana held back for ``seat``'s submission on file, charged when the phase ends (conquest.md
+    1.4, 2.1, 2.2): its orders at the prices they had when submitted (``State.order_prices``), or 1
+    per defended land; 0 in other phases or without a submission."""
+    submission = state.submissions.get(seat)
+    if not submission:
+        return 0
+    if state.phase == ORDERS:
+        prices = state.order_prices.get(seat)
+        if prices is None:  # not expected: ``apply`` records the prices with the orders
+            return sum(activation_cost(state, seat, land) for land in submission)
+        return sum(prices)
+    if state.phase == DEFENCE:
+        return sum(defence_cost(state, seat, land) for land in submission)
+    return 0
+
+
+def available_mana(state: State, seat: int) -> int:
+    """Mana ``seat`` may spend at once on a special (section 5): its mana less
+    :func:`reserved_mana`, so that paying the submission at the phase's end never leaves it below 0
+    (conquest.md 1.4)."""
+    return state.mana[seat] - reserved_mana(state, seat)
+
+
 def max_battles(state: State, seat: int) -> int:
     """Battles ``seat`` may take part in this round (conquest.md 2.1): 10, or 7 with ``double_set``
     or ``double_hand`` active (their larger pools must fit in one deck)."""

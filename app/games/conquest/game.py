@@ -6,15 +6,16 @@ legality, the ``special`` action), ``round`` (phase resolution), ``costs``, ``qu
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import BaseModel
 
 from app.games.base import Event, GameBase, GameInfo, LegalAction, Outcome, Prompt
-from app.games.conquest import rules, view
+from app.games.conquest import rules, types, view
 from app.games.conquest.bots import RandomBot, SensibleBot
 from app.games.conquest.setup import setup
 from app.games.conquest.state import Options, State
+from app.parts import ViewParts
 
 
 class ConquestGame(GameBase[State]):
@@ -29,6 +30,22 @@ class ConquestGame(GameBase[State]):
         phases=("orders", "defence", "assign", "decision"),
         action_types=frozenset(("orders", "defend", "assign", "decide", "special")),
         bots={"random": RandomBot, "smart": SensibleBot},
+        # seed 5.1.3: specials are activated at any moment of the match, prompted or not
+        unprompted_actions=frozenset(("special",)),
+        rules_version=1,
+        # a cap, not a count: a seat may replace its submission until a phase ends (2), so only the
+        # deadlines and the socket's message budget bound a phase; 60 rounds take ~100-300 records
+        max_actions=250_000,
+        hidden_information=True,  # pools, hands, face-down flops (4)
+        simultaneous_moves=True,  # every phase (2)
+        chance=frozenset(("cards",)),
+        actions=types.ACTIONS,
+        events=types.EVENTS,
+        view=types.View,
+        board="web/board.js",
+        wording="events.json",
+        compiled=("app.games.conquest.view",),
+        test_options={"max_rounds": 2},
     )
 
     def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
@@ -54,6 +71,11 @@ class ConquestGame(GameBase[State]):
     def view(self, state: State, viewer: int) -> dict[str, Any]:
         """:func:`app.games.conquest.view.view` (conquest.md 4)."""
         return view.view(state, viewer)
+
+    def view_parts(self, state: State, viewers: Sequence[int]) -> list[ViewParts]:
+        """:func:`app.games.conquest.view.view_parts`: every viewer's view as encoded parts, each piece
+        encoded again only when what it shows changed (conquest.md 4)."""
+        return view.view_parts(state, viewers)
 
     def hidden_tokens(self, state: State, viewer: int) -> set[str]:
         """:func:`app.games.conquest.view.hidden_tokens`."""

@@ -23,7 +23,10 @@ from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.queries import _compute_targets
 from app.games.conquest.state import (
     ASSIGN,
+    DECK,
     DEFENCE,
+    FIXED,
+    FLOP,
     FOLD_RIVER,
     FOLD_TURN,
     LIVE,
@@ -42,6 +45,7 @@ from app.games.conquest.state import (
     Dealt,
     State,
     Table,
+    table,
 )
 
 
@@ -49,7 +53,7 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     """A table whose own 52-card deck is reshuffled, with a new face-down flop (1.3). ``stacked``
     (test support): the whole deck in order, top first."""
     if stacked is not None:
-        return Table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
+        return table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
     # The flop: 3 uniformly random cards, drawn as ``_take`` would from the full deck (the k-th
     # card left in ascending order, for k = randbelow(52), randbelow(51), randbelow(50)); the rest
     # stays an unordered remainder in ascending order.
@@ -68,7 +72,7 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     else:
         x, y, z = third, low, high
     full = _FULL_DECK
-    return Table((first, second, third), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
+    return table((first, second, third), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
 
 
 _FULL_DECK = tuple(range(52))
@@ -98,6 +102,7 @@ def _enter(st: State, phase: str, required: Iterable[int]) -> None:
     st.phase = phase
     st.phase_id += 1
     st.submissions = {}
+    st.order_prices = {}
     st.required = frozenset(required)
 
 
@@ -120,26 +125,50 @@ def _start_round(st: State, events: list[Event]) -> None:
 
 
 def _resolve_orders(st: State, events: list[Event]) -> None:
-    """Pay the activations, reveal them to all (2.1, 2.2) and open DEFENCE."""
+    """Pay the activations, reveal them to all (2.1, 2.2) and open DEFENCE.
+
+    Each order costs what it cost when it was submitted (reserved since, so mana stays >= 0, 1.4).
+    A shield put on its table after that (5.3.1.1) adds its N only if the attacker can still pay
+    it: the shield's price is paid before acting, so an attack whose N the attacker cannot pay is
+    *withdrawn* and costs nothing (tables in ascending land id, each withdrawal freeing its price
+    for the next). Only the attacker is told (``attacks_withdrawn``)."""
     mana = st.mana
     submissions = st.submissions
+    prices = st.order_prices
     attacks: dict[int, list[int]] = {}
+    made: dict[int, int] = {}
+    withdrawn: dict[int, list[int]] = {}
     for seat in sorted(submissions):
-        for land in submissions[seat]:
-            mana[seat] -= activation_cost(st, seat, land)
+        lands = submissions[seat]
+        reserved = prices.get(seat)
+        if reserved is None:  # not expected: ``apply`` records the prices with the orders
+            reserved = tuple(activation_cost(st, seat, land) for land in lands)
+        left = mana[seat] - sum(reserved)
+        for land, paid in zip(lands, reserved, strict=True):
+            extra = activation_cost(st, seat, land) - paid if st.shields else 0
+            if extra > left:
+                withdrawn.setdefault(seat, []).append(land)
+                left += paid
+                continue
+            left -= extra
             attacks.setdefault(land, []).append(seat)
+            made[seat] = made.get(seat, 0) + 1
+        mana[seat] = left
     st.attacks = {land: tuple(attacks[land]) for land in sorted(attacks)}
     events.append(Event("activations", {
         "attacks": [{"land": land, "attackers": list(seats)} for land, seats in st.attacks.items()],
         "mana": list(mana),
     }))
+    for seat, lands in withdrawn.items():
+        events.append(Event("attacks_withdrawn", {"seat": seat, "lands": lands, "reason": "shield"},
+                            frozenset((seat,))))
     # prompted: seats with an attacked land (``defendable``), mana, and fewer than MAX_BATTLES
-    # activations (``attacks_of``: a submission's lands are distinct)
+    # activations
     owner = st.owner
     attacked = {owner[land] for land in attacks}
     required = [seat for seat in range(st.seats)
                 if mana[seat] > 0 and seat in attacked
-                and len(submissions.get(seat, ())) < (max_battles(st, seat) if st.active else MAX_BATTLES)]
+                and made.get(seat, 0) < (max_battles(st, seat) if st.active else MAX_BATTLES)]
     _enter(st, DEFENCE, required)
 
 
@@ -168,8 +197,8 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
             passed.append((land, holder, attackers[0]))
             events.append(Event("table_passed", {"land": land, "from": holder, "to": attackers[0]}))
             continue
-        table = tables[land]
-        battle = battles[land] = Battle(land, holder, attackers, defender, table.deck, table.fixed)
+        dealt_table = tables[land]
+        battle = battles[land] = Battle(land, holder, attackers, defender, dealt_table[DECK], dealt_table[FIXED])
         for seat in battle.paid:
             lands_of.setdefault(seat, []).append(land)
     st.passed = tuple(passed)
@@ -208,7 +237,7 @@ def _deal_pool(st: State, seat: int, lands: list[int]) -> tuple[Dealt, ...]:
     tables = st.tables
     excluded: set[int] = set()
     for land in lands:
-        excluded.update(tables[land].flop)
+        excluded.update(tables[land][FLOP])
     stacked = []
     if st.pool_stack:  # test support; replaced, never changed in place (State.clone shares it)
         stack = dict(st.pool_stack)
@@ -260,7 +289,7 @@ def _resolve_assign(st: State, events: list[Event]) -> None:
     tables = st.tables
     issue = st.tokens.token
     for land, battle in battles.items():  # ascending land id
-        cards = tables[land].flop
+        cards = tables[land][FLOP]
         first = st.dealt
         st.dealt = first + len(cards)
         flop = battle.flop = tuple(zip(cards, map(issue, range(first, st.dealt)), strict=True))
@@ -546,6 +575,7 @@ def _finish_match(st: State, counts: list[int], reason: str, events: list[Event]
     st.phase = OVER
     st.phase_id += 1
     st.submissions = {}
+    st.order_prices = {}
     st.required = frozenset()
     events.append(Event("match_over", {"ranks": {str(s): r for s, r in ranks.items()},
                                        "scores": {str(s): v for s, v in scores.items()}, "reason": reason}))

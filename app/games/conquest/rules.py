@@ -37,6 +37,7 @@ from app.games.conquest.costs import (
     MAX_BATTLES_DOUBLE,
     MAX_ITEMS,
     activation_cost,
+    available_mana,
     defence_cost,
     hand_size,
     max_battles,
@@ -55,6 +56,7 @@ from app.games.conquest.specials import SHIELD_MAX, SHIELD_MIN, special_cost
 from app.games.conquest.state import (
     ASSIGN,
     DEFENCE,
+    FLOP,
     LIVE,
     NEUTRAL,
     ORDERS,
@@ -111,7 +113,9 @@ def prompts(state: State) -> list[Prompt]:
 def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
     """Apply ``seat``'s ``action`` (shapes in docs/games/conquest.md). Stores the submission of the
     current simultaneous phase (replacing an earlier one) and resolves the phase once every required
-    seat has submitted. Raises IllegalAction (the input state is never changed):
+    seat has submitted. The ``submitted`` event is public for the seat's first submission of the
+    phase and the seat's own for a replacement (section 4: a replacement is not countable).
+    Raises IllegalAction (the input state is never changed):
     ``match_over``, ``malformed_action``, ``unknown_action``, ``fold_before_paid``, ``no_prompt``,
     ``wrong_phase`` and the per-action codes of the validators (all from :func:`checked`)."""
     kind, submission = checked(state, seat, action)
@@ -119,17 +123,31 @@ def apply(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
         return _apply_special(state, seat, action)
     phase = state.phase
     submissions = state.submissions
-    events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id, "kind": KIND_OF_PHASE[phase]})]
+    # only the first submission of a phase is public: a replacement changes nothing the others may
+    # see, so it reaches the seat alone (protocol.md: nothing counts the actions you could not see)
+    events = [Event("submitted", {"seat": seat, "phase_id": state.phase_id, "kind": KIND_OF_PHASE[phase]},
+                    frozenset((seat,)) if seat in submissions else None)]
     if len(submissions) + (seat not in submissions) < len(state.required):
-        # a plain submission changes only ``submissions``
+        # a plain submission changes only ``submissions`` (and the orders' reserved prices)
         st = state.clone_submission()
         st.submissions[seat] = submission
+        _reserve(st, state, seat, submission)
         return st, events
     # the last one resolves the phase, which may change everything: a full copy (open battles too)
     st = state.clone()
     st.submissions[seat] = submission
+    _reserve(st, state, seat, submission)
     _run(st, events)
     return st, events
+
+
+def _reserve(st: State, state: State, seat: int, submission: Any) -> None:
+    """Record, on the new state ``st``, what the orders just stored cost now (conquest.md 1.4,
+    2.1): that mana is reserved until the phase ends (:func:`~app.games.conquest.costs.reserved_mana`)
+    and is what they are charged, plus a later shield's N (``round._resolve_orders``)."""
+    if state.phase == ORDERS:
+        st.order_prices = {**state.order_prices,
+                           seat: tuple(activation_cost(state, seat, land) for land in submission)}
 
 
 def checked(state: State, seat: int, action: Mapping[str, Any]) -> tuple[str | None, Any]:
@@ -182,13 +200,56 @@ def legal_actions(state: State, seat: int) -> list[LegalAction]:
             domains = {"folds": {"subset_of": decision_lands(state, seat), "min": 0}}
         out.append(LegalAction(kind, default_action(state, seat), domains))
     for special in state.loadout(seat):
-        action = {"type": "special", "special": special}
-        try:
-            _apply_special(state, seat, action)
-        except IllegalAction:
-            continue
-        out.append(LegalAction("special", action, {"special": [special]}))
+        entry = _special_legal(state, seat, special)
+        if entry is not None:
+            out.append(entry)
     return out
+
+
+def _legal_special(state: State, seat: int, action: dict[str, Any]) -> bool:
+    try:
+        _apply_special(state, seat, action)
+    except IllegalAction:
+        return False
+    return True
+
+
+def _special_legal(state: State, seat: int, special: str) -> LegalAction | None:
+    """The ``special`` entry of :func:`legal_actions` for ``special`` of ``seat``'s loadout, or None
+    when no use of it is legal now. The uses on a land list the lands where they are legal now
+    (``land``): ``shield`` (5.3.1.1) with ``mana`` 1 up to what the seat can pay (10 at most),
+    ``scout`` (5.3.1.2), ``double_income`` (5.3.3.1); the joker (5.3.2.3), once it can be set, the
+    lands of the seat's live hands and their cards (``card``: a card of *that* land's hand), else
+    its plain activation."""
+    base: dict[str, Any] = {"type": "special", "special": special}
+    size = state.board.size
+    if special in ("scout", "double_income"):
+        lands = [land for land in range(size) if _legal_special(state, seat, {**base, "land": land})]
+        if not lands:
+            return None
+        return LegalAction("special", {**base, "land": lands[0]}, {"special": [special], "land": lands})
+    if special == "shield":
+        lands = [land for land in range(size)
+                 if _legal_special(state, seat, {**base, "land": land, "mana": SHIELD_MIN})]
+        if not lands:
+            return None
+        most = min(SHIELD_MAX, available_mana(state, seat) - special_price(state, seat, special))
+        return LegalAction("special", {**base, "land": lands[0], "mana": SHIELD_MIN},
+                           {"special": [special], "land": lands, "mana": list(range(SHIELD_MIN, most + 1))})
+    if special == "joker":
+        cards: dict[int, list[str]] = {}
+        for land, battle in state.battles.items():
+            hand = battle.hands.get(seat)
+            if hand and _legal_special(state, seat, {**base, "land": land, "card": hand[0][1]}):
+                cards[land] = [dealt[1] for dealt in hand]
+        if cards:
+            first = min(cards)
+            return LegalAction("special", {**base, "land": first, "card": cards[first][0]},
+                               {"special": [special], "land": sorted(cards),
+                                "card": {"by_land": {str(land): tokens for land, tokens in sorted(cards.items())}}})
+    if not _legal_special(state, seat, base):
+        return None
+    return LegalAction("special", base, {"special": [special]})
 
 
 def _reject(state: State, seat: Any, kind: str) -> NoReturn:
@@ -393,7 +454,9 @@ def scout_price(state: State, seat: int, land: int) -> int:
 
 def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
     """``{"type": "special", "special": id, ...}`` (section 5; shapes in docs/games/conquest.md):
-    activate a special of the seat's loadout, paying its cost at once, or use one (shield a table,
+    activate a special of the seat's loadout, paying its cost at once from the mana not held for its
+    submission on file (:func:`~app.games.conquest.costs.available_mana`, conquest.md 1.4), or use
+    one (shield a table,
     scout a table, choose the double_income land, set the joker). Accepted in every phase but the
     end, from a living seat; not a submission (the phase does not move). Raises IllegalAction:
     ``match_over``, ``no_prompt``, ``malformed_action``, ``unknown_special``, ``not_in_loadout``,
@@ -443,7 +506,7 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
         if flop_visible(state, land, seat) or flop_seen(state, land, seat):
             raise IllegalAction("already_seen", f"you already see the flop of land {land}")
         price = scout_price(state, seat, land)
-        private = {"land": land, "flop": [_NAMES[card] for card in state.tables[land].flop]}
+        private = {"land": land, "flop": [_NAMES[card] for card in state.tables[land][FLOP]]}
 
         def change(st: State) -> None:
             st.scouted = {**st.scouted, seat: st.scouted.get(seat, frozenset()) | {land}}
@@ -485,8 +548,12 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
             if made > MAX_BATTLES_DOUBLE:
                 raise IllegalAction("too_many_battles",
                                     f"{special} allows at most {MAX_BATTLES_DOUBLE} battles a round (2.1)")
-    if price > state.mana[seat]:
-        raise IllegalAction("not_enough_mana", f"this costs {price} mana")
+    free = available_mana(state, seat)
+    if price > free:
+        held = state.mana[seat] - free
+        raise IllegalAction("not_enough_mana", f"this costs {price} mana; you have {state.mana[seat]}"
+                            + (f", {held} of them held for your submission (charged when the phase ends)"
+                               if held else ""))
     st = state.clone()  # submissions are copied unchanged: a special is not a submission
     events: list[Event] = []
     st.mana[seat] -= price
@@ -501,7 +568,10 @@ def _apply_special(state: State, seat: Any, action: Mapping[str, Any]) -> tuple[
                 battle.hands[NEUTRAL] = tuple(st.deal(card) for card, _ in hand)
     public["cost"] = price
     public["mana"] = list(st.mana)
-    if not (special == "joker" and land is not None and price == 0):  # a joker set is private (5.3.2.3)
+    # public only when it changes something public (section 4): the mana paid or the seat's active
+    # specials; a free use of an active special (a joker set, 5.3.2.3; a scout at no price) shows
+    # nothing to others, so they get nothing (protocol.md: nothing counts the actions you could not see)
+    if price > 0 or (not active and special != "scout"):
         events.append(Event("special_used", public))
     if private is not None:
         events.append(Event("special_seen", {"seat": seat, "special": special, **private}, frozenset((seat,))))

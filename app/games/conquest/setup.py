@@ -70,6 +70,7 @@ def setup(seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes
     st.shields = {}
     st.double_land = {}
     st.hand_sizes = {}
+    st.order_prices = {}
     events: list[Event] = []
     _start_round(st, events)
     _run(st, events)

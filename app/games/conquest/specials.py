@@ -66,8 +66,9 @@ SPECIAL_DESCRIPTIONS: Mapping[str, str] = MappingProxyType({
 SHIELD_MIN = 1
 SHIELD_MAX = 10
 
-#: Bounds of a configured cost (seed §5.1.4 says 0-10; the server may configure up to this).
-MAX_SPECIAL_COST = 100
+#: The largest activation cost in mana (seed §5.1.4: "activation costs 0 to 10 mana"). The server's
+#: configuration (``BANNERFALL_SPECIAL_COSTS``) and a match's ``Options.special_costs`` refuse more.
+MAX_SPECIAL_COST = 10
 
 
 def special_cost(costs: Mapping[str, int], special: str) -> int:

@@ -3,7 +3,7 @@
 Copy-on-write discipline: a :class:`State` handed to a caller is never changed again. ``apply``
 stores a plain submission on ``state.clone_submission()`` (only ``submissions`` copied) and resolves
 a phase on ``state.clone()`` (the containers a resolution changes in place and the open battles
-copied, rng cloned). :class:`Table` and
+copied, rng cloned). A :data:`Table` (a tuple) and
 :class:`~app.games.conquest.board.Board` are immutable.
 
 A *dealt card* is the pair ``(card, token)``: ``card`` is an int 0..51 (``rank * 4 + suit``, the
@@ -12,7 +12,7 @@ dealt (conquest.md 4.4).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
@@ -98,23 +98,26 @@ class Options(BaseModel):
 _SPECIAL_SET = frozenset(SPECIALS)
 
 
-class Table:
-    """The table on one land (conquest.md 1.3), immutable.
+#: The table on one land (conquest.md 1.3): an exact tuple ``(flop, deck, fixed)`` (index with
+#: :data:`FLOP`, :data:`DECK`, :data:`FIXED`; make one with :func:`table`), immutable. A tuple of
+#: tuples of ints, so CPython's cyclic collector stops tracking it once it has seen it: a match's
+#: tables cost the collector nothing (``docs/decisions.md``, "Conquest: state the collector does not walk").
+#:
+#: - ``flop``: its 3 face-down cards (ints). They get wire tokens only when their battle starts and
+#:   they are turned up (3.1); until then nothing about them leaves the server.
+#: - ``deck``: the rest of the table's own 52-card deck; ``fixed``: how many of its top cards are in
+#:   a set order (only stacked test decks have any). The rest is an unordered remainder from which
+#:   each draw takes a uniformly random card: the same distribution as drawing from the top of a
+#:   fully shuffled deck, at the cost of the cards actually drawn.
+Table = tuple[tuple[int, ...], tuple[int, ...], int]
+FLOP: Final = 0
+DECK: Final = 1
+FIXED: Final = 2
 
-    - ``flop``: its 3 face-down cards (ints). They get wire tokens only when their battle starts and
-      they are turned up (3.1); until then nothing about them leaves the server.
-    - ``deck``: the rest of the table's own 52-card deck; ``fixed``: how many of its top cards are in
-      a set order (only stacked test decks have any). The rest is an unordered remainder from which
-      each draw takes a uniformly random card: the same distribution as drawing from the top of a
-      fully shuffled deck, at the cost of the cards actually drawn.
-    """
 
-    __slots__ = ("flop", "deck", "fixed")
-
-    def __init__(self, flop: tuple[int, ...], deck: tuple[int, ...], fixed: int) -> None:
-        self.flop = flop
-        self.deck = deck
-        self.fixed = fixed
+def table(flop: tuple[int, ...], deck: tuple[int, ...], fixed: int) -> Table:
+    """The table ``(flop, deck, fixed)``."""
+    return (flop, deck, fixed)
 
 
 class Battle:
@@ -128,15 +131,15 @@ class Battle:
     - ``status``: participant -> LIVE / FOLD_* / OUT_*; ``paid``: seat -> stake paid (turn + river,
       conquest.md 1.5); ``refunded``: seat -> mana given back.
     - ``flop``/``turn``/``river``: dealt cards, ``()``/None until the battle starts / the card opens;
-      ``deck``/``fixed``: the table's remaining deck at this point (see :class:`Table`).
+      ``deck``/``fixed``: the table's remaining deck at this point (see :data:`Table`).
     - ``stage``: STAGE_*; ``winner``: the seat (or NEUTRAL) holding the land after the battle;
       ``result``: how it was settled ("final", "tie", "last_standing", "none_left").
     - ``finalists``: participants whose hands reached the final (shown to all, 4.1);
       ``ranks``: finalist -> evaluator rank (lower is stronger).
-    - ``view_memo``: not part of the match — this battle's views already built
-      (:mod:`app.games.conquest.view`; None until the first). A battle handed out in a state never
-      changes again (states copy open battles before a resolution), so the memo stays valid for as
-      long as the object lives; :meth:`copy` starts without one.
+    - ``view_memo``: not part of the match — this battle's encodings already made, by kind of viewer
+      (:func:`app.games.conquest.view.view_parts`; None until the first). A battle handed out in a
+      state never changes again (states copy open battles before a resolution), so the memo stays
+      valid for as long as the object lives; :meth:`copy` starts without one.
     """
 
     __slots__ = (
@@ -194,9 +197,7 @@ class Battle:
         new.result = self.result
         new.finalists = self.finalists
         new.ranks = self.ranks
-        # the pieces of the views, each checked against what it was built from (view._part)
-        parts = self.view_memo.get("parts") if self.view_memo else None
-        new.view_memo = {"parts": parts.copy()} if parts else None
+        new.view_memo = None  # the copy is changed by a resolution before anyone sees it
         new.jokers = self.jokers
         new.joker_cards = self.joker_cards
         new.kept = self.kept
@@ -216,7 +217,7 @@ class State:
     - ``round`` (1-based), ``phase`` (ORDERS…OVER), ``phase_id``.
     - ``owner``: land -> seat or NEUTRAL; ``mana``: seat -> mana; ``out_round``: seat -> the round
       it was eliminated in, else 0.
-    - ``tables``: land -> :class:`Table`.
+    - ``tables``: land -> its :data:`Table`.
     - ``required``: seats that must submit in the current phase; ``submissions``: seat -> its
       normalised submission (replaceable until the phase ends).
     - ``attacks``: land -> attacking seats this round (after ORDERS); ``defences``: lands defended
@@ -239,17 +240,20 @@ class State:
       shield counts only while that seat holds the land); ``double_land``: seat -> the land chosen
       for ``double_income`` (5.3.3.1); ``hand_sizes``: seat -> cards per hand in this round's
       battles (4 with ``double_hand``, 5.3.2.4), only for seats not at 2.
-    - ``view_memo``: not part of the match — parts of views already built for this position
-      (:mod:`app.games.conquest.view`), filled lazily by ``view``. Their inputs are every field but
-      ``submissions``, so :meth:`clone_submission` shares the memo and :meth:`clone` starts an
-      empty one.
+    - ``order_prices``: seat -> the mana each land of its orders on file cost when they were
+      submitted (aligned with the submission's ascending lands; conquest.md 1.4, 5.3.1.1): what is
+      reserved until the orders phase ends. Replaced, never changed in place; empty outside ORDERS.
+    - ``view_memo``: not part of the match — the encoded parts of views already made for this
+      position (:func:`app.games.conquest.view.view_parts`: bytes and tuples of bytes). Their inputs
+      are every field but ``submissions`` and ``order_prices`` (the pieces that depend on those are
+      kept with them), so :meth:`clone_submission` shares the memo and :meth:`clone` starts an empty one.
     """
 
     __slots__ = (
         "seats", "options", "board", "tokens", "rng", "dealt", "round", "phase", "phase_id",
         "owner", "mana", "out_round", "tables", "required", "submissions", "attacks", "defences",
         "passed", "battles", "battle_lands", "pools", "pool_stack", "result", "targets",
-        "view_memo", "active", "scouted", "shields", "double_land", "hand_sizes",
+        "view_memo", "active", "scouted", "shields", "double_land", "hand_sizes", "order_prices",
     )
 
     seats: int
@@ -282,6 +286,7 @@ class State:
     shields: dict[int, tuple[int, int]]
     double_land: dict[int, int]
     hand_sizes: dict[int, int]
+    order_prices: dict[int, tuple[int, ...]]
 
     def clone_submission(self) -> "State":
         """A copy that may change only ``submissions`` (everything else is shared with ``self``)."""
@@ -316,6 +321,7 @@ class State:
         new.shields = self.shields
         new.double_land = self.double_land
         new.hand_sizes = self.hand_sizes
+        new.order_prices = self.order_prices
         return new
 
     def clone(self) -> "State":
@@ -358,6 +364,7 @@ class State:
         new.shields = self.shields
         new.double_land = self.double_land
         new.hand_sizes = self.hand_sizes
+        new.order_prices = self.order_prices
         return new
 
     def deal(self, card: int) -> Dealt:

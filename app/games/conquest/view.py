@@ -7,24 +7,22 @@ viewer must not see right now. Both rest on the same three questions — :func:`
 Cards on the wire: ``{"id": token, "card": "Ac"}`` when visible; ``{"hidden": true}`` (no id) when
 not; in the admin view every card is shown and those hidden from spectators carry ``"hidden": true``.
 
-A view is a read-only picture: the parts that depend only on the position (the lands, attacks,
-defences, passes and each viewer's battles) are built once per position, kept in
-``state.view_memo`` and shared by the views of every viewer and of the states that differ only in
-``submissions`` (see :class:`~app.games.conquest.state.State`); the entry of a land whose flop is
-face down depends only on the land and its owner and is built the first time that owner holds it,
-then kept for the match (``board.view_parts``, with each land's ``neighbours`` list and the face-down
-flop, shared by all entries); ``seats`` is built once per position and set of submissions. The
-top-level dict, ``you``, ``outcome`` and the admin's ``pools`` and ``submissions`` are new on every
-call. Callers serialise views; they must not change them.
+:func:`view` builds a fresh dict from the state alone, piece by piece (a land, a battle, the seats,
+``you`` ...). :func:`view_parts`, the runtime's path (``Game.view_parts``), encodes the same pieces
+(``app/parts.py``: a member, or an item of a list member, as its JSON bytes) and keeps each one, as
+bytes, while what it shows is the same, so a submission re-encodes only what it changed: equal to
+``encode_view(view(state, viewer))`` byte for byte (``tests/games/conquest/test_view_parts.py``).
 """
 from __future__ import annotations
 
-from operator import getitem
-from typing import Any
+from typing import Any, Sequence
+
+import orjson
 
 from app.games.base import ADMIN, SPECTATOR
 from app.games.conquest import poker
-from app.games.conquest.costs import max_battles, shield_on
+from app.games.conquest.board import Board
+from app.games.conquest.costs import max_battles, reserved_mana, shield_on
 from app.games.conquest.poker import NAMES as _NAMES
 from app.games.conquest.queries import (
     attackable,
@@ -39,9 +37,11 @@ from app.games.conquest.specials import SPECIALS
 from app.games.conquest.state import (
     ASSIGN,
     DEFENCE,
+    FLOP,
     MAX_BATTLES,
     NEUTRAL,
     ORDERS,
+    OVER,
     RIVER,
     STAGE_ASSIGN,
     STAGE_DONE,
@@ -50,6 +50,7 @@ from app.games.conquest.state import (
     Dealt,
     State,
 )
+from app.parts import ViewParts
 
 
 def flop_visible(state: State, land: int, viewer: int) -> bool:
@@ -131,6 +132,7 @@ def hidden_tokens(state: State, viewer: int) -> set[str]:
     return hidden
 
 
+
 def _card(dealt: Dealt, visible: bool, admin: bool) -> dict[str, Any]:
     if visible:
         return {"id": dealt[1], "card": _NAMES[dealt[0]]}
@@ -146,71 +148,6 @@ def _who(seat: int) -> int | str:
     return "neutral" if seat == NEUTRAL else seat
 
 
-class _Parts:
-    """The pieces of one battle's views kept across viewers and positions (``view_memo["parts"]``,
-    carried over by :meth:`Battle.copy`): a hand or table piece ``values[key]`` was built from the
-    state object ``inputs[key]`` (:func:`_part`); a composite piece has no inputs and is kept by
-    equality (:func:`_equal_kept`). Keys are ints (:func:`_seat_key` and friends) and values and
-    inputs sit in two dicts, not in key tuples and pairs: the collector walks nothing per kept piece
-    but the piece (2 Dec 2026: the memo's tuples were 40 % of a Conquest match's young objects). A
-    key shared by two pieces by chance only costs a rebuild: a piece is returned only for the very
-    object it was built from, or when it equals what was just built."""
-
-    __slots__ = ("inputs", "values")
-
-    def __init__(self, inputs: dict[int, Any], values: dict[int, Any]) -> None:
-        self.inputs = inputs
-        self.values = values
-
-    def copy(self) -> _Parts:
-        return _Parts(dict(self.inputs), dict(self.values))
-
-
-#: small keys of the pieces kept once per battle
-_FLOP, _TURN, _RIVER = 3, 4, 5
-
-
-def _seat_key(seat: int, kind: int) -> int:
-    """The key of seat ``seat``'s hand piece of ``kind`` (1: shown, 2: hidden); seats from -1."""
-    return (seat + 1) * 8 + kind
-
-
-def _object_key(obj: Any, seat: int) -> int:
-    """A key naming ``obj`` and ``seat`` (-2..13): ``obj`` stays alive while the piece kept under
-    the key holds it (an entry its hand, a battle its participants), so no other object takes its id."""
-    return id(obj) * 16 + seat + 2
-
-
-def _part(parts: _Parts, key: int, inputs: Any) -> Any:
-    """The piece ``key`` of a battle's views if it was kept (:func:`_keep`) from the very object
-    ``inputs`` (a hand, the flop, a card), else None: an unchanged piece is the same object for
-    every viewer and from position to position, so the runtime's diff skips it by identity or walks
-    it once for all. (No builder callbacks: a closure compiled by mypyc is a reference cycle,
-    cyclic garbage on every view; 1 Dec 2026.)"""
-    if inputs is not None and parts.inputs.get(key) is inputs:
-        return parts.values[key]
-    return None
-
-
-def _keep(parts: _Parts, key: int, inputs: Any, value: Any) -> Any:
-    """Keep ``value`` as the piece ``key`` built from ``inputs`` (see :func:`_part`); returns it."""
-    parts.inputs[key] = inputs
-    parts.values[key] = value
-    return value
-
-
-def _equal_kept(parts: _Parts, key: int, value: Any) -> Any:
-    """The kept piece ``key`` if it equals ``value`` (``==`` in C: its members are mostly the very
-    same objects, which compare without a walk), else ``value``, now kept. For the pieces made of
-    other pieces and scalars (a participant's entry, the participants, the battle): no inputs tuple
-    kept for them. Views never hold ``True`` where an equal ``1`` could be, so equal is the same JSON."""
-    kept = parts.values.get(key)
-    if kept is not None and kept == value:
-        return kept
-    parts.values[key] = value
-    return value
-
-
 def _flop_wire(battle: Battle) -> list[dict[str, Any]] | None:
     if battle.stage == STAGE_ASSIGN:
         return None
@@ -221,37 +158,14 @@ def _table_card(dealt: Dealt | None) -> dict[str, Any] | None:
     return None if dealt is None else {"id": dealt[1], "card": _NAMES[dealt[0]]}
 
 
-def _table_piece(parts: _Parts, key: int, dealt: Dealt | None) -> dict[str, Any] | None:
-    """:func:`_table_card` of ``dealt``, kept in ``parts`` as ``key`` while ``dealt`` is the same card."""
-    if dealt is None:
-        return None
-    kept = _part(parts, key, dealt)
-    return kept if kept is not None else _keep(parts, key, dealt, _table_card(dealt))
-
-
-def _battle_parts(battle: Battle) -> _Parts:
-    """The pieces of ``battle``'s views kept across viewers and positions (``view_memo["parts"]``,
-    carried over by :meth:`Battle.copy`, each checked against what it was built from)."""
-    memo = battle.view_memo
-    if memo is None:
-        memo = battle.view_memo = {}
-    parts = memo.get("parts")
-    if parts is None:
-        parts = memo["parts"] = _Parts({}, {})
-    return parts
-
-
 def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict[str, Any]:
+    """``battle`` as ``viewer`` sees it (``admin``: every card, those hidden from spectators marked);
+    a fresh dict of fresh lists."""
     participants = []
     hands = battle.hands
     finalists = battle.finalists
     defender = battle.defender
     specials = bool(battle.jokers or battle.kept or state.active)
-    # without specials and for players and spectators, a hand shows the same to every viewer who
-    # sees it (and the same hidden cards to every one who does not), so the hands, the participants'
-    # entries, the cards on the table and the battle's dict itself are pieces shared by every viewer
-    # and kept from position to position while what they show is the same
-    parts = _battle_parts(battle) if not (specials or admin) else None
     for seat in battle.seats:
         hand = hands.get(seat)
         shown: list[dict[str, Any]] | None
@@ -263,19 +177,11 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
             else:
                 shown = [_card(dealt, False, True) for dealt in hand]
         elif hand_visible(state, battle, seat, viewer):
-            shown = _part(parts, _seat_key(seat, 1), hand) if parts is not None else None
-            if shown is None:
-                shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
-                if parts is not None:
-                    _keep(parts, _seat_key(seat, 1), hand, shown)
+            shown = [{"id": token, "card": _NAMES[card]} for card, token in hand]
             if specials and seat != viewer and seat not in finalists:
                 reason = hand_seen(state, battle, seat, viewer)
                 for seen_card in shown:
                     seen_card["seen"] = reason
-        elif parts is not None:
-            shown = _part(parts, _seat_key(seat, 2), hand)
-            if shown is None:
-                shown = _keep(parts, _seat_key(seat, 2), hand, [{"hidden": True} for _ in hand])
         else:
             shown = [{"hidden": True} for _ in hand]
         if specials and shown is not None:
@@ -294,36 +200,24 @@ def _battle_view(state: State, battle: Battle, viewer: int, admin: bool) -> dict
                      "paid": battle.paid[seat], "refunded": battle.refunded[seat]}
         if seat in finalists:
             entry["category"] = poker.category(battle.ranks[seat])
-        if parts is not None:  # the same entry object while it shows the same (hand by identity)
-            entry = _equal_kept(parts, _object_key(shown, seat), entry)
         participants.append(entry)
     stage = battle.stage
-    turn, river = battle.turn, battle.river
-
-    if parts is None:
-        return {
-            "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": _flop_wire(battle),
-            "turn": _table_card(turn), "river": _table_card(river), "participants": participants,
-            "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
-            "result": battle.result,
-        }
-    flop = None
-    if stage != STAGE_ASSIGN:
-        flop = _part(parts, _FLOP, battle.flop)
-        if flop is None:
-            flop = _keep(parts, _FLOP, battle.flop, _flop_wire(battle))
-    built = {
-        "land": battle.land,
-        "holder": _who(battle.holder),
-        "stage": stage,
-        "flop": flop,
-        "turn": _table_piece(parts, _TURN, turn),
-        "river": _table_piece(parts, _RIVER, river),
-        "participants": _equal_kept(parts, hash(tuple(map(id, participants))), participants),
+    return {
+        "land": battle.land, "holder": _who(battle.holder), "stage": stage, "flop": _flop_wire(battle),
+        "turn": _table_card(battle.turn), "river": _table_card(battle.river), "participants": participants,
         "winner": None if stage != STAGE_DONE or battle.winner is None else _who(battle.winner),
         "result": battle.result,
     }
-    return _equal_kept(parts, _object_key(built["participants"], -2), built)
+
+
+def _battle_class(state: State, battle: Battle, viewer: int) -> int:
+    """Whom ``viewer`` sees ``battle`` as, without specials of its own: ADMIN, SPECTATOR (a seat not in
+    it, or one whose hand is shown to all at the final) or itself."""
+    if viewer == ADMIN:
+        return ADMIN
+    if viewer not in battle.hands or viewer in battle.finalists:
+        return SPECTATOR
+    return viewer
 
 
 def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
@@ -344,145 +238,77 @@ def _submission_wire(state: State, seat: int) -> dict[str, Any] | None:
     return {"type": "decide", "folds": list(sub)}
 
 
-def _lands(state: State, admin: bool) -> list[dict[str, Any]]:
-    """The map part of the view: one entry per land with its owner and its table's flop (open while
-    its battle is fought, else face down: nothing but its place, 4.3; its faces for the admin)."""
-    viewer = ADMIN if admin else SPECTATOR
-    open_flops = {land: [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
-                  for land, battle in state.battles.items() if flop_visible(state, land, viewer)}
-    owners = state.owner
-    board = state.board
-    if admin:  # face-down flops show their faces, marked hidden
-        tables = state.tables
-        lands = [_land_entry(board, land, owner, open_flops.get(land) or
-                             [{"card": _NAMES[card], "hidden": True} for card in tables[land].flop])
-                 for land, owner in enumerate(owners)]
-    else:
-        # The entry of a land with a face-down flop depends on nothing but the land and its owner:
-        # built the first time that owner holds that land, then kept for the match.
-        # ``face_down[owner][land]``, the neutral's row last (index -1).
-        parts = board.view_parts
-        face_down = parts.get("face_down_lands")
-        if face_down is None:
-            face_down = parts["face_down_lands"] = [[None] * board.size for _ in range(state.seats + 1)]
-        # ``[face_down[owner][land] for land, owner in enumerate(owners)]``, looped in C
-        found: list[Any] = list(map(getitem, map(face_down.__getitem__, owners), range(len(owners))))
-        if None in found:
-            for land, entry in enumerate(found):
-                if entry is None:
-                    owner = owners[land]
-                    found[land] = face_down[owner][land] = _land_entry(board, land, owner, _face_down_flop(board))
-        lands = found
-        for land, flop in open_flops.items():
-            lands[land] = _land_entry(board, land, owners[land], flop)
-    if state.shields:  # public: others must know what a table costs them (5.3.1.1)
-        for land, (seat, size) in state.shields.items():
-            if owners[land] == seat:
-                lands[land] = {**lands[land], "shield": size}
-    return lands
+def _open_flop(battle: Battle) -> list[dict[str, Any]]:
+    return [{"id": token, "card": _NAMES[card]} for card, token in battle.flop]
 
 
-def _seen_lands(state: State, viewer: int, lands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``lands`` with the face-down flops seat ``viewer`` sees through a special (:func:`flop_seen`):
-    faces without ids, each marked with the special (``"seen": "scout"``)."""
-    tables = state.tables
-    out = lands
-    for land in range(len(lands)):
-        if flop_visible(state, land, viewer):
-            continue
-        reason = flop_seen(state, land, viewer)
-        if reason is not None:
-            if out is lands:
-                out = list(lands)
-            out[land] = {**lands[land], "flop": [{"card": _NAMES[card], "seen": reason}
-                                                 for card in tables[land].flop]}
-    return out
-
-
-def _land_entry(board, land: int, owner: int, flop: list[dict[str, Any]]) -> dict[str, Any]:
+def _land_entry(board: Board, land: int, owner: int, flop: Any) -> dict[str, Any]:
     q, r = board.coords[land]
-    neighbours = board.view_parts.get("neighbours")
-    if neighbours is None:  # each land's list, shared by its entries (views are read-only)
-        neighbours = board.view_parts["neighbours"] = [list(near) for near in board.neighbours]
     return {
         "id": land, "q": q, "r": r,
         "owner": None if owner == NEUTRAL else owner,
-        "neighbours": neighbours[land],
+        "neighbours": list(board.neighbours[land]),
         "flop": flop,
     }
 
 
-def _face_down_flop(board) -> list[dict[str, Any]]:
-    """The flop of a table whose cards are face down, one list shared by the match's entries."""
-    flop = board.view_parts.get("face_down_flop")
-    if flop is None:
-        flop = board.view_parts["face_down_flop"] = [{"hidden": True}, {"hidden": True}, {"hidden": True}]
-    return flop
+def _shield(state: State, land: int) -> int | None:
+    """The shield shown on ``land`` (public: others must know what a table costs them, 5.3.1.1)."""
+    shield = state.shields.get(land) if state.shields else None
+    if shield is not None and state.owner[land] == shield[0]:
+        return shield[1]
+    return None
 
 
-def _battles(state: State, viewer: int, admin: bool) -> list[dict[str, Any]]:
-    """The battles part of ``viewer``'s view, ascending land id (``battles`` is kept in that order).
-    Each battle's view is kept in ``battle.view_memo`` (a settled battle stays the same object from
-    position to position); a battle in which the viewer sees no more than a spectator is shared
-    with the spectators' view. A seat with active specials has its own entries, keyed by what it
-    has activated (a settled battle outlives an activation)."""
-    views = []
-    active = state.active.get(viewer) if state.active and not admin else None
-    for battle in state.battles.values():
-        if active:
-            key: Any = (viewer, active)
-            who = viewer
-        elif not admin and (viewer not in battle.hands
-                            or viewer in battle.finalists):
-            key = who = SPECTATOR
+def _land_view(state: State, land: int, viewer: int) -> dict[str, Any]:
+    """The entry of ``land`` as ``viewer`` sees it: its owner and its table's flop (open while its
+    battle is fought, else face down: nothing but its place, 4.3; its faces for the admin, or for a
+    seat that sees them through a special, marked with it, :func:`flop_seen`)."""
+    board = state.board
+    owner = state.owner[land]
+    flop: Any
+    if flop_visible(state, land, viewer):
+        flop = _open_flop(state.battles[land])
+    elif viewer == ADMIN:
+        flop = [{"card": _NAMES[card], "hidden": True} for card in state.tables[land][FLOP]]
+    else:
+        reason = flop_seen(state, land, viewer) if viewer >= 0 else None
+        if reason is None:
+            flop = [{"hidden": True}, {"hidden": True}, {"hidden": True}]
         else:
-            key = who = viewer
-        memo = battle.view_memo
-        if memo is None:
-            memo = battle.view_memo = {}
-        shown = memo.get(key)
-        if shown is None:
-            shown = memo[key] = _battle_view(state, battle, who, admin)
-        views.append(shown)
-    return views
+            flop = [{"card": _NAMES[card], "seen": reason} for card in state.tables[land][FLOP]]
+    entry = _land_entry(board, land, owner, flop)
+    size = _shield(state, land)
+    if size is not None:
+        entry["shield"] = size
+    return entry
+
+
+def _attacks(state: State) -> list[dict[str, Any]]:
+    return [{"land": land, "attackers": list(s)} for land, s in state.attacks.items()]
+
+
+def _passed(state: State) -> list[dict[str, Any]]:
+    return [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed]
+
+
+def _outcome(state: State) -> dict[str, Any] | None:
+    if state.result is None:
+        return None
+    ranks, scores, reason = state.result
+    return {"ranks": {str(s): v for s, v in ranks.items()}, "scores": {str(s): v for s, v in scores.items()},
+            "reason": reason}
 
 
 def view(state: State, viewer: int) -> dict[str, Any]:
     """The match as ``viewer`` (a seat, SPECTATOR or ADMIN) may see it (shape in
-    docs/games/conquest.md, "View"). Read-only: parts are shared between views (module docstring)."""
+    docs/games/conquest.md, "View"): a fresh dict of fresh values, built from the state alone (the
+    reference :func:`view_parts` is checked against). Raises what the state's look-ups raise for a
+    viewer that is none of these."""
     admin = viewer == ADMIN
-    memo = state.view_memo
-    # the memo's keys are strings and ints (no tuple kept per position for the collector to walk)
-    key: Any = "lands_admin" if admin else "lands"
-    lands = memo.get(key)
-    if lands is None:
-        lands = memo[key] = _lands(state, admin)
-    if viewer >= 0 and (viewer in state.active or viewer in state.scouted):  # section 5 reveals
-        key = 100 + viewer  # seen lands
-        seen = memo.get(key)
-        if seen is None:
-            seen = memo[key] = _seen_lands(state, viewer, lands)
-        lands = seen
-    key = 200 + viewer  # battles (viewer from -2)
-    battles = memo.get(key)
-    if battles is None:
-        battles = memo[key] = _battles(state, viewer, admin)
-    public = memo.get("public")
-    if public is None:
-        owners = state.owner
-        public = memo["public"] = (
-            [{"land": land, "attackers": list(s)} for land, s in state.attacks.items()],
-            list(state.defences),
-            [{"land": land, "from": frm, "to": to} for land, frm, to in state.passed],
-            [owners.count(seat) for seat in range(state.seats)],  # tables per seat
-        )
-    # the seats part is the same for every viewer: built once per position and set of submissions
-    # (``submitted``; the memo is shared by states that differ only in ``submissions``)
-    key = 1000 + sum(1 << seat for seat in state.submissions)  # seats, by who submitted
-    seats = memo.get(key)
-    if seats is None:
-        seats = memo[key] = _seats(state, public[3])
     options = state.options
+    owners = state.owner
+    active = state.active.get(viewer) if state.active and not admin else None
     out: dict[str, Any] = {
         "game": "conquest",
         "viewer": viewer,
@@ -491,24 +317,29 @@ def view(state: State, viewer: int) -> dict[str, Any]:
         "tables_to_win": options.tables_to_win,
         "phase": state.phase,
         "phase_id": state.phase_id,
-        "seats": seats,
-        "lands": lands,
-        "attacks": public[0],
-        "defences": public[1],
-        "passed": public[2],
-        "battles": battles,
-        "outcome": None,
+        "seats": _seats(state, [owners.count(seat) for seat in range(state.seats)]),
+        "lands": [_land_view(state, land, viewer) for land in range(len(owners))],
+        "attacks": _attacks(state),
+        "defences": list(state.defences),
+        "passed": _passed(state),
+        "battles": [_battle_view(state, battle, viewer if active else _battle_class(state, battle, viewer), admin)
+                    for battle in state.battles.values()],
+        "outcome": _outcome(state),
     }
-    if state.result is not None:
-        ranks, scores, reason = state.result
-        out["outcome"] = {"ranks": {str(s): v for s, v in ranks.items()},
-                          "scores": {str(s): v for s, v in scores.items()}, "reason": reason}
     if 0 <= viewer < state.seats:
         out["you"] = _you(state, viewer)
     elif admin:
-        out["pools"] = {str(seat): [_card(d, False, True) for d in pool] for seat, pool in state.pools.items()}
-        out["submissions"] = {str(seat): _submission_wire(state, seat) for seat in state.submissions}
+        out["pools"] = _pools(state)
+        out["submissions"] = _submissions(state)
     return out
+
+
+def _pools(state: State) -> dict[str, Any]:
+    return {str(seat): [_card(d, False, True) for d in pool] for seat, pool in state.pools.items()}
+
+
+def _submissions(state: State) -> dict[str, Any]:
+    return {str(seat): _submission_wire(state, seat) for seat in state.submissions}
 
 
 def _seats(state: State, counts: list[int]) -> list[dict[str, Any]]:
@@ -557,6 +388,9 @@ def _you(state: State, seat: int) -> dict[str, Any]:
         you["loadout"] = list(loadout)
         you["hand_size"] = state.hand_sizes.get(seat, 2) if state.hand_sizes else 2
         you["special_costs"] = {special: special_price(state, seat, special) for special in loadout}
+        # mana held for the submission on file (charged when the phase ends): a special may use
+        # only ``mana - reserved`` (conquest.md 1.4)
+        you["reserved"] = reserved_mana(state, seat)
         if "scout" in loadout:
             you["scout_costs"] = {str(land): scout_price(state, seat, land) for land in range(state.board.size)
                                   if not flop_visible(state, land, seat) and flop_seen(state, land, seat) is None}
@@ -571,3 +405,179 @@ def _you(state: State, seat: int) -> dict[str, Any]:
         elif phase in (TURN, RIVER):
             you["decision_lands"] = decision_lands(state, seat)
     return you
+
+
+
+# -- parts ----------------------------------------------------------------------------------------
+#
+# The runtime's path (``Game.view_parts``): each member of a view, and each item of a list member,
+# as its JSON bytes, equal to ``app.parts.encode_view(view(state, viewer))``. Every piece is the
+# encoding of the dict the functions above build for :func:`view`, made once and kept while what it
+# shows is the same (bytes, and tuples of bytes: nothing the cyclic collector walks):
+#
+# - ``state.view_memo``, per position (shared by the states that differ only in ``submissions``,
+#   :meth:`State.clone_submission`; a resolution's :meth:`State.clone` starts an empty one): the
+#   header, the lands of each kind of viewer, attacks, defences and passes, each viewer's battles,
+#   the seats by who has submitted (``1000 + bit set``), each seat's ``you`` with the submission and
+#   the order prices it was built from (``300 + seat``), the outcome;
+# - ``board.view_parts``, per match: a face-down land's entry by land and owner (it shows nothing else);
+# - ``battle.view_memo``, per battle object (never changed once a state holds it; :meth:`Battle.copy`
+#   starts without one): its encoding for each kind of viewer (:func:`_battle_class`, or the seat and
+#   its active specials).
+
+_dumps = orjson.dumps
+_NULL = b"null"
+_GAME = b'"conquest"'
+#: encodings of the small ints a view repeats (viewers, rounds, phase ids, lands)
+_INTS = tuple([_dumps(i) for i in range(1024)])
+_PHASES = {phase: _dumps(phase) for phase in (ORDERS, DEFENCE, ASSIGN, TURN, RIVER, OVER)}
+
+
+def _int(value: int) -> bytes:
+    return _INTS[value] if 0 <= value < 1024 else _dumps(value)
+
+
+def _public_lands(state: State, memo: dict[Any, Any]) -> tuple[bytes, ...]:
+    """Every land as the spectators see it (and the seats without a special that shows them more)."""
+    lands = memo.get("lands")
+    if lands is not None:
+        return lands
+    board = state.board
+    kept = board.view_parts
+    owners = state.owner
+    battles = state.battles
+    shields = state.shields
+    out = []
+    for land in range(len(owners)):
+        battle = battles.get(land)
+        if (battle is None or battle.stage == STAGE_ASSIGN or battle.stage == STAGE_DONE) \
+                and (not shields or land not in shields):
+            # face down and unshielded: the entry shows nothing but the land and its owner
+            key = land * 8 + owners[land] + 1
+            part = kept.get(key)
+            if part is None:
+                part = kept[key] = _dumps(_land_view(state, land, SPECTATOR))
+        else:
+            part = _dumps(_land_view(state, land, SPECTATOR))
+        out.append(part)
+    lands = memo["lands"] = tuple(out)
+    return lands
+
+
+def _viewer_lands(state: State, memo: dict[Any, Any], viewer: int) -> tuple[bytes, ...]:
+    if viewer == ADMIN:
+        lands = memo.get("lands_admin")
+        if lands is None:
+            lands = memo["lands_admin"] = tuple([_dumps(_land_view(state, land, ADMIN))
+                                                 for land in range(len(state.owner))])
+        return lands
+    public = _public_lands(state, memo)
+    if viewer < 0 or not (viewer in state.active or viewer in state.scouted):
+        return public
+    key = 100 + viewer  # a seat that sees face-down flops through a special (section 5)
+    lands = memo.get(key)
+    if lands is None:
+        out = list(public)
+        for land in range(len(out)):
+            if not flop_visible(state, land, viewer) and flop_seen(state, land, viewer) is not None:
+                out[land] = _dumps(_land_view(state, land, viewer))
+        lands = memo[key] = tuple(out)
+    return lands
+
+
+def _battle_part(state: State, battle: Battle, viewer: int) -> bytes:
+    """``battle`` for ``viewer``, kept in ``battle.view_memo`` by the kind of viewer."""
+    memo = battle.view_memo
+    if memo is None:
+        memo = battle.view_memo = {}
+    active = state.active.get(viewer) if state.active and viewer != ADMIN else None
+    key: Any
+    if active:
+        key = (viewer, active)
+        who = viewer
+    else:
+        key = who = _battle_class(state, battle, viewer)
+    part = memo.get(key)
+    if part is None:
+        part = memo[key] = _dumps(_battle_view(state, battle, who, viewer == ADMIN))
+    return part
+
+
+def _viewer_battles(state: State, memo: dict[Any, Any], viewer: int) -> tuple[bytes, ...]:
+    key = 200 + viewer  # viewer from -2
+    battles = memo.get(key)
+    if battles is None:
+        battles = memo[key] = tuple([_battle_part(state, battle, viewer) for battle in state.battles.values()])
+    return battles
+
+
+def _seat_parts(state: State, memo: dict[Any, Any]) -> tuple[bytes, ...]:
+    """The seats, the same for every viewer: by position and who has submitted."""
+    key = 1000
+    for seat in state.submissions:
+        key += 1 << seat
+    seats = memo.get(key)
+    if seats is None:
+        owners = state.owner
+        seats = memo[key] = tuple([_dumps(entry) for entry in
+                                   _seats(state, [owners.count(seat) for seat in range(state.seats)])])
+    return seats
+
+
+def _you_part(state: State, memo: dict[Any, Any], seat: int) -> bytes:
+    """Seat ``seat``'s ``you``: by position, its submission and the prices held for it."""
+    submission = state.submissions.get(seat)
+    prices = state.order_prices.get(seat) if state.order_prices else None
+    key = 300 + seat
+    kept = memo.get(key)
+    if kept is not None and kept[0] is submission and kept[1] is prices:
+        return kept[2]
+    part = _dumps(_you(state, seat))
+    memo[key] = (submission, prices, part)
+    return part
+
+
+def view_parts(state: State, viewers: Sequence[int]) -> list[ViewParts]:
+    """Every viewer's :func:`view` as parts (``app.parts.ViewParts``: the members in order, a list
+    member item by item), equal to ``encode_view(view(state, viewer))`` byte for byte; a piece is
+    encoded again only when what it shows changed (see above)."""
+    memo = state.view_memo
+    head = memo.get("head")
+    if head is None:
+        options = state.options
+        head = memo["head"] = (_int(state.round), _int(options.max_rounds), _int(options.tables_to_win),
+                               _PHASES.get(state.phase) or _dumps(state.phase), _int(state.phase_id))
+    public = memo.get("public")
+    if public is None:
+        public = memo["public"] = (tuple([_dumps(a) for a in _attacks(state)]),
+                                   tuple([_int(land) for land in state.defences]),
+                                   tuple([_dumps(p) for p in _passed(state)]))
+    outcome = memo.get("outcome")
+    if outcome is None:
+        outcome = memo["outcome"] = _NULL if state.result is None else _dumps(_outcome(state))
+    seats = _seat_parts(state, memo)
+    out: list[ViewParts] = []
+    for viewer in viewers:
+        parts: list[tuple[str, Any]] = [
+            ("game", _GAME),
+            ("viewer", _int(viewer)),
+            ("round", head[0]),
+            ("max_rounds", head[1]),
+            ("tables_to_win", head[2]),
+            ("phase", head[3]),
+            ("phase_id", head[4]),
+            ("seats", seats),
+            ("lands", _viewer_lands(state, memo, viewer)),
+            ("attacks", public[0]),
+            ("defences", public[1]),
+            ("passed", public[2]),
+            ("battles", _viewer_battles(state, memo, viewer)),
+            ("outcome", outcome),
+        ]
+        if 0 <= viewer < state.seats:
+            parts.append(("you", _you_part(state, memo, viewer)))
+        elif viewer == ADMIN:
+            parts.append(("pools", _dumps(_pools(state))))
+            parts.append(("submissions", _dumps(_submissions(state))))
+        out.append(tuple(parts))
+    return out

@@ -22,20 +22,20 @@ class Board:
     - ``adjacent``: per province id, the sorted tuple of adjacent province ids.
     """
 
-    __slots__ = ("coords", "adjacent", "size", "_static", "view_memo")
+    __slots__ = ("coords", "adjacent", "size", "static", "view_memo")
 
     def __init__(self, coords: tuple[tuple[int, int], ...], adjacent: tuple[tuple[int, ...], ...]) -> None:
         self.coords = coords
         self.adjacent = adjacent
         self.size = len(coords)
-        # (id, q, r, adjacent list) for views, computed once per match.
-        self._static = tuple((p, q, r, list(adjacent[p])) for p, (q, r) in enumerate(coords))
-        #: not part of the map: the view pieces last built from it (``view.render_many``), so that
-        #: unchanged provinces keep the same objects from version to version. Never pickled.
+        #: (id, q, r, adjacent ids) of every province, for views (tuples of ints)
+        self.static = tuple((p, q, r, adjacent[p]) for p, (q, r) in enumerate(coords))
+        #: not part of the map: the encoded view parts last built from it (``view.view_parts``), so
+        #: that unchanged provinces are not encoded again. Never pickled.
         self.view_memo: dict[str, Any] = {}
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
-        return None, {"coords": self.coords, "adjacent": self.adjacent, "size": self.size, "_static": self._static}
+        return None, {"coords": self.coords, "adjacent": self.adjacent, "size": self.size, "static": self.static}
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         for name, value in state[1].items():

@@ -10,11 +10,15 @@ from typing import Any, ClassVar, Mapping, Sequence
 from pydantic import BaseModel
 
 from app.games.base import Event, GameBase, GameInfo, LegalAction, Outcome, Prompt
+from app.parts import ViewParts
 
-from . import rules
+from . import rules, types
 from .bots import GreedyBot, RandomBot
-from .state import Options, State
-from .view import hidden_tokens, render, render_many
+from .state import MAX_ACTIONS_PER_TURN, Options, State
+from .view import hidden_tokens, render, render_many, view_parts
+
+#: the most rounds a match may have (the bound of ``Options.max_rounds``, rule 2.4)
+MAX_ROUNDS_BOUND: int = next(m.le for m in Options.model_fields["max_rounds"].metadata if hasattr(m, "le"))
 
 
 class ProvincesGame(GameBase[State]):
@@ -29,6 +33,20 @@ class ProvincesGame(GameBase[State]):
         phases=("turn",),
         action_types=frozenset(("attack", "move", "sort", "set_dealing", "end_turn")),
         bots={"random": RandomBot, "smart": GreedyBot},
+        rules_version=1,
+        # rounds (Options.max_rounds <= 1000) x seats (<= 6) x actions a turn (256 + end_turn), rule 2.4
+        max_actions=MAX_ROUNDS_BOUND * 6 * (MAX_ACTIONS_PER_TURN + 1),
+        hidden_information=True,  # jokers that have not won (rule 6.1)
+        simultaneous_moves=False,
+        chance=frozenset(("cards",)),
+        actions=types.ACTIONS,
+        events=types.EVENTS,
+        view=types.View,
+        board="web/board.js",
+        wording="events.json",
+        compiled=("app.games.provinces.view",),
+        # 3 rounds: long enough for a joker to be dealt in every match (hidden information)
+        test_options={"max_rounds": 3},
     )
 
     def setup(self, seats: int, options: BaseModel | Mapping[str, Any] | None, seed: bytes) -> State:
@@ -73,8 +91,12 @@ class ProvincesGame(GameBase[State]):
         return render(state, viewer)
 
     def views(self, state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
-        """``[view(state, v) for v in viewers]`` with the provinces built once and shared (rules 6.1–6.3)."""
+        """``[view(state, v) for v in viewers]`` (rules 6.1–6.3): :meth:`view_parts` decoded."""
         return render_many(state, viewers)
+
+    def view_parts(self, state: State, viewers: Sequence[int]) -> list[ViewParts]:
+        """Every viewer's view as encoded parts, each province encoded once per change (rules 6.1–6.3)."""
+        return view_parts(state, viewers)
 
     def hidden_tokens(self, state: State, viewer: int) -> set[str]:
         """Tokens ``viewer`` must not see now (unrevealed jokers of other seats; rule 6.1)."""

@@ -29,14 +29,21 @@ from .board import generate_board
 from .state import (
     DEALING_MODES,
     DECK_SIZE,
+    IDENT,
     JOKER,
     MAX_ACTIONS_PER_TURN,
     MAX_GARRISON,
+    RANK,
+    SUIT,
+    TOKEN,
+    VALUE,
     Card,
     Options,
     State,
+    card_wire,
     is_joker_ident,
     new_card,
+    with_value,
 )
 from .view import visible_cards
 
@@ -130,7 +137,7 @@ def _chosen_cards(garrison: tuple[Card, ...], raw: Any, key: str) -> list[int]:
         raise IllegalAction("no_cards", f"'{key}' must name at least one card")
     if len(raw) > MAX_GARRISON:
         raise IllegalAction("unknown_card", f"'{key}' names more cards than a garrison holds")
-    where = {c.token: i for i, c in enumerate(garrison)}
+    where = {c[TOKEN]: i for i, c in enumerate(garrison)}
     chosen = set()
     for token in raw:
         if type(token) is not str:
@@ -196,24 +203,24 @@ def fight(
     while True:
         a = a_stack.pop(0)
         d = d_stack.pop(0)
-        av = a.value
-        dv = d.value
+        av = a[VALUE]
+        dv = d[VALUE]
         card = None
         if av is None or dv is None:
             if av is None and dv is None:  # rule 3.3: joker against joker
                 winner = "none"
             elif av is None:  # rule 3.4: the joker turns into the beaten card
                 winner = "attacker"
-                card = Card(a.token, a.ident, d.rank, d.suit, dv)
+                card = (a[TOKEN], a[IDENT], d[RANK], d[SUIT], dv)
             else:
                 winner = "defender"
-                card = Card(d.token, d.ident, a.rank, a.suit, av)
+                card = (d[TOKEN], d[IDENT], a[RANK], a[SUIT], av)
         elif av > dv:
             winner = "attacker"
-            card = a.with_value(max(av - 1, 0))
+            card = with_value(a, max(av - 1, 0))
         elif dv > av or defender_wins_ties:
             winner = "defender"
-            card = d.with_value(max(dv - 1, 0))
+            card = with_value(d, max(dv - 1, 0))
         else:
             winner = "none"
         if winner == "attacker":
@@ -246,7 +253,7 @@ def battle_result(attacking: Sequence[int | None], defending: Sequence[int | Non
         return True, len(attacking)
 
     def cards(values: Sequence[int | None]) -> list[Card]:
-        return [Card("", 0, JOKER if v is None else "", None, v) for v in values]
+        return [("", 0, JOKER if v is None else "", None, v) for v in values]
 
     _, survivors, _, _, a_routed, d_routed = fight(cards(attacking), cards(defending), tie_rule)
     return d_routed and not a_routed, len(survivors)
@@ -332,12 +339,12 @@ def _reinforce(state: State, seat: int) -> list[Event]:
         if viewer == seat:
             return {
                 "seat": seat,
-                "cards": [{"province": p, "card": c.public} for p, c in placements],
+                "cards": [{"province": p, "card": card_wire(c)} for p, c in placements],
                 "discarded": len(discarded),
             }
         return {
             "seat": seat,
-            "cards": [{"province": p, "card": c.public} for p, c in placements if c.value is not None],
+            "cards": [{"province": p, "card": card_wire(c)} for p, c in placements if c[VALUE] is not None],
             "discarded": sum(1 for i in discarded if not is_joker_ident(i)),
         }
 
@@ -437,7 +444,7 @@ def legal_actions(state: State, seat: int) -> list[LegalAction]:
         for p, garrison in enumerate(state.garrisons):
             if owners[p] != seat or not garrison:
                 continue
-            tokens = [c.token for c in garrison]
+            tokens = [c[TOKEN] for c in garrison]
             received = state.received >> p & 1
             for q in state.board.adjacent[p]:
                 if owners[q] != seat:
@@ -527,10 +534,10 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
         garrisons[dst] = tuple(d_survivors)
     new.garrisons = tuple(garrisons)
     if destroyed:
-        new.discard = state.discard + tuple(c.ident for c in destroyed)
+        new.discard = state.discard + tuple(c[IDENT] for c in destroyed)
 
-    attacker_hidden = any(c.value is None for c in stack)
-    defender_hidden = any(c.value is None for c in defending)
+    attacker_hidden = any(c[VALUE] is None for c in stack)
+    defender_hidden = any(c[VALUE] is None for c in defending)
 
     def build(viewer: int) -> dict:
         def of_a(cards):
@@ -548,10 +555,10 @@ def _attack(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, 
             "defending": of_d(defending),
             "duels": [
                 {
-                    "attacker": duel.attacker.public,
-                    "defender": duel.defender.public,
+                    "attacker": card_wire(duel.attacker),
+                    "defender": card_wire(duel.defender),
                     "winner": duel.winner,
-                    "card": None if duel.card is None else duel.card.public,
+                    "card": None if duel.card is None else card_wire(duel.card),
                     "attacker_stack": of_a(duel.attacker_stack),
                     "defender_stack": of_d(duel.defender_stack),
                 }
@@ -608,13 +615,14 @@ def _move(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
             return None
         return {"seat": seat, "from": src, "to": dst, "cards": cards}
 
-    hidden = [seat] if any(c.value is None for c in moving) else []
+    hidden = [seat] if any(c[VALUE] is None for c in moving) else []
     return new, _split_events("moved", build, state.seats, hidden)
 
 
 def _sort(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, list[Event]]:
     """Rule 4.1: reorder the garrison of one of your frontline provinces (``order``: every token of
-    the garrison, top first)."""
+    the garrison, top first). A sort that leaves the order of the cards others see as it was (it
+    moved only hidden jokers, or nothing) is private: only the seat gets its ``sorted`` event (6.4)."""
     p = _province(state, action, "province")
     owners = state.owners
     if owners[p] != seat:
@@ -627,7 +635,7 @@ def _sort(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     garrison = state.garrisons[p]
     if len(raw) != len(garrison):
         raise IllegalAction("bad_order", "'order' must list every card of the garrison exactly once")
-    where = {c.token: c for c in garrison}
+    where = {c[TOKEN]: c for c in garrison}
     seen = set()
     ordered = []
     for token in raw:
@@ -644,13 +652,17 @@ def _sort(state: State, seat: int, action: Mapping[str, Any]) -> tuple[State, li
     garrisons[p] = tuple(ordered)
     new.garrisons = tuple(garrisons)
 
+    seen_before = [c[TOKEN] for c in garrison if c[VALUE] is not None]
+    seen_after = [c[TOKEN] for c in ordered if c[VALUE] is not None]
+    if seen_after == seen_before:  # nothing another viewer may see has changed (6.4)
+        return new, [Event("sorted", {"seat": seat, "province": p, "order": [c[TOKEN] for c in ordered]},
+                           frozenset((seat,)))]
+
     def build(viewer: int) -> dict | None:
         cards = visible_cards(ordered, seat, viewer)
-        if not cards:
-            return None
         return {"seat": seat, "province": p, "order": [c["id"] for c in cards]}
 
-    hidden = [seat] if any(c.value is None for c in ordered) else []
+    hidden = [seat] if len(seen_after) != len(ordered) else []
     return new, _split_events("sorted", build, state.seats, hidden)
 
 

@@ -6,7 +6,7 @@ a tuple or a shared immutable object) and replaces the fields it changes with ne
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,52 +44,53 @@ class Options(BaseModel):
     tie_rule: Literal["both_destroyed", "defender_wins"] = "both_destroyed"
 
 
-class Card:
-    """One card on the board. Treated as immutable: a change of value makes a new ``Card``.
+#: One card on the board, an exact tuple of atoms ``(token, ident, rank, suit, value)`` (index with
+#: :data:`TOKEN`, :data:`IDENT`, :data:`RANK`, :data:`SUIT`, :data:`VALUE`). Immutable: a change of
+#: value makes a new card (:func:`with_value`). A tuple of atoms, so CPython's cyclic collector stops
+#: tracking it (and the garrisons holding it) once it has seen it: a live match's cards cost the
+#: collector nothing (``docs/benchmarks/capacity.md``).
+#:
+#: - ``token``: the opaque wire id, issued fresh each time the card is dealt (rule 6.3).
+#: - ``ident``: the physical card, ``deck * 54 + k`` (k < 52: rank ``k // 4``, suit ``k % 4``;
+#:   k = 52, 53: jokers). It never changes (rule 1.1).
+#: - ``rank`` / ``suit``: what the card shows; ``"joker"`` / None for a joker that has not won,
+#:   the beaten card's rank and suit for a joker that has (rule 3.4).
+#: - ``value``: the current value; None for a joker that has not won (it is then *hidden*, rule 6.1).
+Card = tuple[str, int, str, "str | None", "int | None"]
+TOKEN: Final = 0
+IDENT: Final = 1
+RANK: Final = 2
+SUIT: Final = 3
+VALUE: Final = 4
 
-    - ``token``: the opaque wire id, issued fresh each time the card is dealt (rule 6.3).
-    - ``ident``: the physical card, ``deck * 54 + k`` (k < 52: rank ``k // 4``, suit ``k % 4``;
-      k = 52, 53: jokers). It never changes (rule 1.1).
-    - ``rank`` / ``suit``: what the card shows; ``"joker"`` / None for a joker that has not won,
-      the beaten card's rank and suit for a joker that has (rule 3.4).
-    - ``value``: the current value; None for a joker that has not won (it is then *hidden*, rule 6.1).
-    - ``public``: the card's wire dict, shared (never mutate what a view or event returns).
-    """
 
-    __slots__ = ("token", "ident", "rank", "suit", "value", "public")
+def card(token: str, ident: int, rank: str, suit: str | None, value: int | None) -> Card:
+    """The card ``(token, ident, rank, suit, value)``."""
+    return (token, ident, rank, suit, value)
 
-    def __init__(self, token: str, ident: int, rank: str, suit: str | None, value: int | None) -> None:
-        self.token = token
-        self.ident = ident
-        self.rank = rank
-        self.suit = suit
-        self.value = value
-        #: The wire dict, built once and shared by every view and event (read-only by convention).
-        self.public = {"id": token, "rank": rank, "suit": suit, "value": value}
 
-    @property
-    def is_joker(self) -> bool:
-        """True for a joker that has not won a duel yet (hidden from other players)."""
-        return self.value is None
+def with_value(c: Card, value: int) -> Card:
+    """``c`` with another value (a duel's winner, rule 3.5)."""
+    return (c[0], c[1], c[2], c[3], value)
 
-    def with_value(self, value: int) -> "Card":
-        return Card(self.token, self.ident, self.rank, self.suit, value)
 
-    def wire(self) -> dict:
-        """A fresh copy of the wire dict ``{"id", "rank", "suit", "value"}``."""
-        return dict(self.public)
+def is_hidden(c: Card) -> bool:
+    """True for a joker that has not won a duel yet (hidden from other players, rule 6.1)."""
+    return c[4] is None
 
-    def __repr__(self) -> str:  # pragma: no cover - debugging aid
-        return f"Card({self.rank}{'' if self.suit is None else self.suit[0]}={self.value}, {self.token})"
+
+def card_wire(c: Card) -> dict[str, Any]:
+    """The card's wire dict ``{"id", "rank", "suit", "value"}`` (a fresh dict of atoms)."""
+    return {"id": c[0], "rank": c[2], "suit": c[3], "value": c[4]}
 
 
 def new_card(token: str, ident: int) -> Card:
     """The card ``ident`` as it comes out of the shoe, at face value (rule 1.1)."""
     k = ident % DECK_SIZE
     if k >= 52:
-        return Card(token, ident, JOKER, None, None)
+        return (token, ident, JOKER, None, None)
     rank = RANKS[k >> 2]
-    return Card(token, ident, rank, SUITS[k & 3], FACE_VALUE[rank])
+    return (token, ident, rank, SUITS[k & 3], FACE_VALUE[rank])
 
 
 def is_joker_ident(ident: int) -> bool:
@@ -205,7 +206,7 @@ class State:
         return (
             self.seats, self.seat_order, self.board.coords, self.options.model_dump_json(),
             self.owners,
-            tuple(tuple((c.token, c.ident, c.rank, c.suit, c.value) for c in g) for g in self.garrisons),
+            self.garrisons,
             self.ages, self.dealing, self.shoe, self.discard,
             (self.rng._key, self.rng._counter, self.rng._pool, self.rng._bits),
             self.next_token, self.turn, self.round, self.current, self.phase_id, self.attacked,

@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from app.games.base import CardTokens, Rng
 
 from .board import Board
-from .state import DECK_SIZE, FACE_VALUE, RANKS, SUITS, Card, Options, State
+from .state import DECK_SIZE, FACE_VALUE, RANK, RANKS, SUITS, VALUE, Card, Options, State, card
 
 
 def ident_of(rank: str, suit_index: int = 0, deck: int = 0) -> int:
@@ -34,17 +34,17 @@ def ident_of(rank: str, suit_index: int = 0, deck: int = 0) -> int:
 def make_card(spec: str, token: str, suit_index: int = 0) -> Card:
     """A board card from a spec (see module docstring). Raises ValueError for a bad spec."""
     if spec == "joker":
-        return Card(token, ident_of("joker", suit_index), "joker", None, None)
+        return card(token, ident_of("joker", suit_index), "joker", None, None)
     if spec.startswith("joker="):
         rank, _, value = spec[len("joker="):].partition(":")
         if rank not in FACE_VALUE or not value:
             raise ValueError(f"bad card spec {spec!r}")
-        return Card(token, ident_of("joker", suit_index), rank, SUITS[suit_index & 3], int(value))
+        return card(token, ident_of("joker", suit_index), rank, SUITS[suit_index & 3], int(value))
     rank, _, value = spec.partition(":")
     if rank not in FACE_VALUE:
         raise ValueError(f"bad card spec {spec!r}")
     strength = int(value) if value else FACE_VALUE[rank]
-    return Card(token, ident_of(rank, suit_index), rank, SUITS[suit_index & 3], strength)
+    return card(token, ident_of(rank, suit_index), rank, SUITS[suit_index & 3], strength)
 
 
 def build_position(
@@ -115,12 +115,12 @@ def specs(cards: Iterable[Card]) -> list[str]:
     """Cards back as specs (``"7"``, ``"J:10"``, ``"joker"``), for readable assertions."""
     out = []
     for c in cards:
-        if c.value is None:
+        if c[VALUE] is None:
             out.append("joker")
-        elif c.value == FACE_VALUE[c.rank]:
-            out.append(c.rank)
+        elif c[VALUE] == FACE_VALUE[c[RANK]]:
+            out.append(c[RANK])
         else:
-            out.append(f"{c.rank}:{c.value}")
+            out.append(f"{c[RANK]}:{c[VALUE]}")
     return out
 
 

@@ -1,27 +1,38 @@
 """Provinces: what each viewer may see (rules 6.1–6.3). The only path from state to the wire.
 
-A hidden card is a joker that has not won a duel (``card.value is None``). Its owner sees it; every
+A hidden card is a joker that has not won a duel (its value is None). Its owner sees it; every
 other seat and spectators see nothing of it — no placeholder, no count, no gap; the admin sees it
 marked ``"hidden": true``. Events use the same filter (:func:`visible_cards`).
+
+Views are made as encoded parts (:func:`view_parts`, ``app/parts.py``): the view object's members in
+order, ``seats`` and ``provinces`` item by item. A province has three possible encodings — its
+owner's (every card, ``received``), the admin's (hidden jokers marked) and everyone else's (hidden
+jokers dropped, ``received`` None) — built once when the province's inputs change and kept in the
+board's memo (``Board.view_memo``: bytes and tuples of atoms, which the cyclic collector does not
+walk). :func:`render` / :func:`render_many` decode the parts: one source for both.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from app.games.base import ADMIN
+import orjson
 
-from .state import DECK_SIZE, RANKS, SUITS, Card, State
+from app.games.base import ADMIN
+from app.parts import ViewParts, view_json
+
+from .state import DECK_SIZE, RANKS, SUITS, VALUE, Card, State, card_wire
+
+_dumps = orjson.dumps
 
 
 def visible_cards(cards: Iterable[Card], owner: int, viewer: int) -> list[dict[str, Any]]:
     """Wire dicts of ``cards`` (owned by seat ``owner``) as seen by ``viewer`` (a seat, SPECTATOR
-    or ADMIN): hidden jokers are dropped unless the viewer is the owner; the admin sees them marked.
-    The card dicts are shared between views and events: read-only."""
+    or ADMIN): hidden jokers are dropped unless the viewer is the owner; the admin sees them marked."""
     if viewer == owner:
-        return [c.public for c in cards]
+        return [card_wire(c) for c in cards]
     if viewer == ADMIN:
-        return [c.public if c.value is not None else {**c.public, "hidden": True} for c in cards]
-    return [c.public for c in cards if c.value is not None]
+        return [card_wire(c) if c[VALUE] is not None else {**card_wire(c), "hidden": True} for c in cards]
+    return [card_wire(c) for c in cards if c[VALUE] is not None]
 
 
 def hidden_tokens(state: State, viewer: int) -> set[str]:
@@ -31,84 +42,172 @@ def hidden_tokens(state: State, viewer: int) -> set[str]:
         return set()
     owners = state.owners
     return {
-        c.token
+        c[0]
         for p, garrison in enumerate(state.garrisons)
         if owners[p] != viewer
         for c in garrison
-        if c.value is None
+        if c[VALUE] is None
     }
 
 
 def render(state: State, viewer: int) -> dict[str, Any]:
     """The view of ``state`` for ``viewer`` (seat 0..n-1, SPECTATOR or ADMIN); see
-    ``docs/games/provinces.md`` for the shape. ``render_many(state, [viewer])[0]``."""
+    ``docs/games/provinces.md`` for the shape."""
     return render_many(state, (viewer,))[0]
 
 
 def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
-    """``[render(state, v) for v in viewers]``, computed at once (rules 6.1–6.3 as :func:`render`).
+    """``[render(state, v) for v in viewers]``: :func:`view_parts` decoded."""
+    return [orjson.loads(view_json(parts)) for parts in view_parts(state, viewers)]
 
-    Each province has three possible entries: the owner's (every card, ``received``), the admin's
-    (hidden jokers marked) and everyone else's (hidden jokers dropped, ``received`` None). Each is
-    built once per record and shared by the views that show it; an entry whose inputs (owner,
-    garrison, age, frontline, attacked, received) did not change since the last views built from
-    this board is the same object as then (``board.view_memo``), so the runtime's diff skips it by
-    identity. Views share these parts: read-only (callers encode them, never change them)."""
+
+# -- parts ----------------------------------------------------------------------------------------
+
+_GAME = _dumps("provinces")
+_NULL = b"null"
+_SEVEN = b"7"
+
+
+def _province(p: int, q: int, r: int, adjacent: tuple[int, ...], owner: int, age: int, garrison: tuple[Card, ...],
+              frontline: bool, attacked: bool, received: bool) -> tuple[bytes, bytes, bytes]:
+    """Province ``p``'s three encodings: (everyone else's, its owner's, the admin's)."""
+    shown = [card_wire(c) for c in garrison if c[VALUE] is not None]
+    base = {"id": p, "q": q, "r": r, "adjacent": adjacent, "owner": owner, "age": age}
+    public = _dumps({**base, "size": len(shown), "garrison": shown, "frontline": frontline, "attacked": attacked,
+                     "received": None})
+    if len(shown) == len(garrison):
+        full = shown
+        marked = shown
+    else:
+        full = [card_wire(c) for c in garrison]
+        marked = [card_wire(c) if c[VALUE] is not None else {**card_wire(c), "hidden": True} for c in garrison]
+    mine = _dumps({**base, "size": len(full), "garrison": full, "frontline": frontline, "attacked": attacked,
+                   "received": received})
+    admin = mine if marked is full else _dumps({**base, "size": len(full), "garrison": marked, "frontline": frontline,
+                                                "attacked": attacked, "received": received})
+    return public, mine, admin
+
+
+def _board(state: State, memo: dict[Any, Any]) -> tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[bytes, ...],
+                                                       tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Every province's encodings as three tuples (everyone else's, owners', admin's), and per seat
+    its provinces, the cards others see and all its cards. Kept in ``memo`` while the owners,
+    garrisons and ages are the same tuples and the attacked/received masks are equal (a
+    ``set_dealing`` touches none of them); otherwise only the provinces whose inputs changed are
+    encoded again."""
+    owners, garrisons, ages = state.owners, state.garrisons, state.ages
+    attacked, received = state.attacked, state.received
+    kept = memo.get("board")
+    if kept is not None:
+        k_owners, k_garrisons, k_ages, k_attacked, k_received = kept[0]
+        if (k_owners is owners and k_garrisons is garrisons and k_ages is ages and k_attacked == attacked
+                and k_received == received):
+            return kept[1]
+    static = state.board.static
+    entries: list[Any] = memo.get("provinces") or [None] * len(owners)
+    frontlines = _frontlines(state, memo)
+    seats = state.seats
+    count = [0] * seats
+    public_cards = [0] * seats
+    all_cards = [0] * seats
+    public: list[bytes] = []
+    mine: list[bytes] = []
+    admin: list[bytes] = []
+    for p, (_p, q, r, adjacent) in enumerate(static):
+        owner, garrison, age = owners[p], garrisons[p], ages[p]
+        frontline, was_attacked, was_received = frontlines[p], (attacked >> p) & 1 == 1, (received >> p) & 1 == 1
+        key = (owner, garrison, age, frontline, was_attacked, was_received)
+        entry = entries[p]
+        if entry is None or entry[0] != key:
+            entry = entries[p] = (key, *_province(p, q, r, adjacent, owner, age, garrison, frontline, was_attacked,
+                                                  was_received),
+                                  sum(1 for c in garrison if c[VALUE] is not None), len(garrison))
+        count[owner] += 1
+        public_cards[owner] += entry[4]
+        all_cards[owner] += entry[5]
+        public.append(entry[1])
+        mine.append(entry[2])
+        admin.append(entry[3])
+    memo["provinces"] = entries
+    out = (tuple(public), tuple(mine), tuple(admin), tuple(count), tuple(public_cards), tuple(all_cards))
+    memo["board"] = ((owners, garrisons, ages, attacked, received), out)
+    return out
+
+
+def _frontlines(state: State, memo: dict[Any, Any]) -> tuple[bool, ...]:
+    """Per province: whether a neighbour has another owner (kept while the owners are equal)."""
+    owners = state.owners
+    kept = memo.get("frontline")
+    if kept is not None and kept[0] == owners:
+        return kept[1]
+    out = []
+    for _p, _q, _r, adjacent in state.board.static:
+        owner = owners[_p]
+        out.append(any(owners[other] != owner for other in adjacent))
+    frontlines = tuple(out)
+    memo["frontline"] = (owners, frontlines)
+    return frontlines
+
+
+def _seats(state: State, memo: dict[Any, Any], count: tuple[int, ...], public_cards: tuple[int, ...],
+           all_cards: tuple[int, ...]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """Per seat, the entry others see and the one the seat and the admin see (its hidden jokers counted)."""
+    eliminated = state.eliminated
+    key = (eliminated, count, public_cards, all_cards)
+    kept = memo.get("seats")
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    public = []
+    full = []
+    for s in range(state.seats):
+        alive = s not in eliminated
+        entry = _dumps({"seat": s, "alive": alive, "provinces": count[s], "cards": public_cards[s]})
+        public.append(entry)
+        full.append(entry if public_cards[s] == all_cards[s] else
+                    _dumps({"seat": s, "alive": alive, "provinces": count[s], "cards": all_cards[s]}))
+    out = (tuple(public), tuple(full))
+    memo["seats"] = (key, out)
+    return out
+
+
+#: encodings of the small ints a view repeats (seats, turns, phase ids, counts)
+_INTS = tuple(_dumps(i) for i in range(4096))
+_STRS: dict[str, bytes] = {m: _dumps(m) for m in ("evenly", "randomly", "most_unevenly")}
+
+
+def _scalar(value: Any) -> bytes:
+    """The encoding of a scalar of a view (small ints and the dealing modes from tables)."""
+    if type(value) is int and 0 <= value < 4096:
+        return _INTS[value]
+    if value is None:
+        return _NULL
+    found = _STRS.get(value) if type(value) is str else None
+    return found if found is not None else _dumps(value)
+
+
+def view_parts(state: State, viewers: Sequence[int]) -> list[ViewParts]:
+    """Every viewer's view as parts (``app.parts.ViewParts``), rules 6.1–6.3 (see the module)."""
+    memo = state.board.view_memo
+    public, mine, marked, count, public_cards, all_cards = _board(state, memo)
+    seat_public, seat_all = _seats(state, memo, count, public_cards, all_cards)
     owners = state.owners
     seats = state.seats
-    admin_wanted = ADMIN in viewers
-    memo = state.board.view_memo
-    province_count, public_cards, all_cards, public, mine, stamp = _board_entries(state, memo)
-    # The lists of the previous call are kept (with the stamp they were built at): when no entry was
-    # rebuilt since, a viewer gets the very same list object, which the runtime's diff skips by identity.
-    lists: dict[Any, tuple[int, list[dict[str, Any]]]] = memo.setdefault("lists", {})
-    marked: list[dict[str, Any]] = []  # the admin's entries (only when ADMIN is asked for)
-    kept = lists.get(ADMIN)
-    if not admin_wanted:
-        pass
-    elif kept is not None and kept[0] == stamp:
-        marked = kept[1]
-    else:
-        entries: list[Any] = memo["provinces"]
-        for entry, garrison in zip(entries, state.garrisons, strict=True):
-            admin_entry = entry[8]
-            if admin_entry is None:
-                public_entry, owner_entry = entry[6], entry[7]
-                if public_entry["size"] == owner_entry["size"]:  # nothing hidden: the owner's entry
-                    admin_entry = owner_entry
-                else:
-                    admin_entry = {**owner_entry, "garrison": [
-                        c.public if c.value is not None else {**c.public, "hidden": True} for c in garrison]}
-                entry[8] = admin_entry
-            marked.append(admin_entry)
-        lists[ADMIN] = (stamp, marked)
-    eliminated = state.eliminated
-    alive = [s not in eliminated for s in range(seats)]
-    seat_key = (tuple(alive), tuple(province_count), tuple(public_cards), tuple(all_cards))
-    kept_seats = memo.get("seats")
-    if kept_seats is not None and kept_seats[0] == seat_key:
-        seat_public, seat_all = kept_seats[1], kept_seats[2]
-    else:
-        seat_public = [{"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": public_cards[s]}
-                       for s in range(seats)]
-        seat_all = [seat_public[s] if public_cards[s] == all_cards[s] else
-                    {"seat": s, "alive": alive[s], "provinces": province_count[s], "cards": all_cards[s]}
-                    for s in range(seats)]
-        memo["seats"] = (seat_key, seat_public, seat_all)
     result = state.result
-    outcome = None if result is None else result.to_wire()
-    options = state.options
-    shared_options = memo.get("options")
-    if shared_options is None or shared_options[0] is not options:
-        shared_options = memo["options"] = (options, {
-            "turn_seconds": options.turn_seconds,
-            "max_rounds": options.max_rounds,
-            "tie_rule": options.tie_rule,
-        })
-    seat_order = list(state.seat_order)
-    phase = "over" if result is not None else "turn"
+    outcome = _NULL if result is None else _dumps(result.to_wire())
+    options = memo.get("options")
+    if options is None or options[0] is not state.options:
+        o = state.options
+        options = memo["options"] = (o, _dumps({"turn_seconds": o.turn_seconds, "max_rounds": o.max_rounds,
+                                                "tie_rule": o.tie_rule}))
+    order = memo.get("order")
+    if order is None or order[0] != state.seat_order:
+        order = memo["order"] = (state.seat_order, tuple(_dumps(s) for s in state.seat_order))
     current = state.current
-    views: list[dict[str, Any]] = []
+    phase = b'"over"' if result is not None else b'"turn"'
+    common = (_scalar(state.phase_id), _scalar(state.turn), _scalar(state.round),
+              _scalar(current))
+    lists: dict[Any, Any] = memo.setdefault("lists", {})
+    out: list[ViewParts] = []
     for viewer in viewers:
         admin = viewer == ADMIN
         if admin:
@@ -116,203 +215,43 @@ def render_many(state: State, viewers: Sequence[int]) -> list[dict[str, Any]]:
             seat_list = seat_all
         elif 0 <= viewer < seats and viewer in owners:
             kept = lists.get(viewer)
-            if kept is not None and kept[0] == stamp:
-                provinces = kept[1]
+            if kept is not None and kept[0] is public and kept[1] is mine:
+                provinces = kept[2]
             else:
-                provinces = [mine[p] if owner == viewer else public[p] for p, owner in enumerate(owners)]
-                lists[viewer] = (stamp, provinces)
-            if seat_all[viewer] is seat_public[viewer]:
-                seat_list = seat_public
-            else:
-                kept_own = memo.get(f"seats/{viewer}")
-                if kept_own is not None and kept_own[0] is seat_all[viewer] and kept_own[1] is seat_public:
-                    seat_list = kept_own[2]
-                else:
-                    seat_list = [seat_all[s] if s == viewer else seat_public[s] for s in range(seats)]
-                    memo[f"seats/{viewer}"] = (seat_all[viewer], seat_public, seat_list)
+                provinces = tuple(mine[p] if owner == viewer else public[p] for p, owner in enumerate(owners))
+                lists[viewer] = (public, mine, provinces)
+            seat_list = seat_public if seat_all[viewer] is seat_public[viewer] else \
+                tuple(seat_all[s] if s == viewer else seat_public[s] for s in range(seats))
         else:  # spectators and seats without a province see every province as the public does
             provinces = public
             seat_list = seat_public
-        view: dict[str, Any] = {
-            "game": "provinces",
-            "viewer": viewer,
-            "phase": phase,
-            "phase_id": state.phase_id,
-            "turn": state.turn,
-            "round": state.round,
-            "current_seat": current,
-            "seat_order": seat_order,
-            "seats": seat_list,
-            "provinces": provinces,
+        parts: list[tuple[str, Any]] = [
+            ("game", _GAME),
+            ("viewer", _scalar(viewer)),
+            ("phase", phase),
+            ("phase_id", common[0]),
+            ("turn", common[1]),
+            ("round", common[2]),
+            ("current_seat", common[3]),
+            ("seat_order", order[1]),
+            ("seats", seat_list),
+            ("provinces", provinces),
             # Counted for the seat to move (and the admin) only: others could count hidden-joker moves.
-            "actions_this_turn": state.actions if viewer == current or admin else None,
-            "options": shared_options[1],
-            "max_garrison": 7,
-            "dealing_mode": state.dealing[viewer] if 0 <= viewer < seats else None,
-            "outcome": outcome,
-        }
+            ("actions_this_turn", _scalar(state.actions) if viewer == current or admin else _NULL),
+            ("options", options[1]),
+            ("max_garrison", _SEVEN),
+            ("dealing_mode", _scalar(state.dealing[viewer]) if 0 <= viewer < seats else _NULL),
+            ("outcome", outcome),
+        ]
         if admin:
-            view["dealing_modes"] = list(state.dealing)
-            view["shoe"] = [_ident_name(i) for i in reversed(state.shoe)]
-            view["discard"] = [_ident_name(i) for i in state.discard]
-            view["next_token"] = state.next_token
-        views.append(view)
-    return views
-
-
-def _board_entries(state: State, memo: dict[Any, Any]) -> tuple[
-        list[int], list[int], list[int], list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The board part of the views: (provinces per seat, cards others see per seat, all cards per
-    seat, each province's public entry, each province's owner entry, the stamp). Kept in ``memo``
-    and returned as the same objects while the state's owners, garrisons and ages are the same
-    tuples and the attacked/received masks are equal (a ``set_dealing`` touches none of them); the
-    stamp rises whenever an entry is rebuilt. After the first call only the provinces whose inputs
-    changed since the previous call are looked at again (the lists are copied and patched, the
-    counts adjusted), not the whole board. Read-only, like the views."""
-    owners = state.owners
-    garrisons = state.garrisons
-    ages = state.ages
-    attacked = state.attacked
-    received = state.received
-    kept = memo.get("board")
-    if kept is not None:
-        k_owners, k_garrisons, k_ages, k_attacked, k_received = kept[0]
-        if (k_owners is owners and k_garrisons is garrisons and k_ages is ages and k_attacked == attacked
-                and k_received == received):
-            return kept[1]
-    static = state.board._static
-    count = len(owners)
-    last: list[Any] | None = memo.get("provinces")
-    if last is None or len(last) != count:
-        last = memo["provinces"] = [None] * count
-        kept = None
-    kept_frontline = memo.get("frontline")
-    if kept_frontline is not None and kept_frontline[0] == owners:
-        frontlines: list[bool] = kept_frontline[1]
-    else:  # a province is on the frontline when a neighbour has another owner
-        frontlines = []
-        for p, _q, _r, adjacent in static:
-            owner = owners[p]
-            frontline = False
-            for other in adjacent:
-                if owners[other] != owner:
-                    frontline = True
-                    break
-            frontlines.append(frontline)
-        memo["frontline"] = (owners, frontlines)
-    stamp: int = memo.get("stamp", 0)
-    if kept is not None:
-        out = _patched_board(state, memo, kept, last, frontlines, stamp)
-    else:
-        out = _whole_board(state, last, frontlines, stamp)
-    memo["stamp"] = out[5]
-    memo["board"] = ((owners, garrisons, ages, attacked, received), out, frontlines)
+            parts += [
+                ("dealing_modes", tuple(_scalar(m) for m in state.dealing)),
+                ("shoe", tuple(_dumps(_ident_name(i)) for i in reversed(state.shoe))),
+                ("discard", tuple(_dumps(_ident_name(i)) for i in state.discard)),
+                ("next_token", _dumps(state.next_token)),
+            ]
+        out.append(tuple(parts))
     return out
-
-
-def _province_entry(state: State, p: int, frontline: bool) -> list[Any]:
-    """Province ``p``'s memo entry: its inputs (owner, garrison, age, frontline, attacked, received),
-    then its public entry, its owner's entry and a slot for the admin's (built when asked)."""
-    _p, q, r, adjacent = state.board._static[p]
-    owner = state.owners[p]
-    garrison = state.garrisons[p]
-    age = state.ages[p]
-    was_attacked = (state.attacked >> p) & 1 == 1
-    was_received = (state.received >> p) & 1 == 1
-    shown = [c.public for c in garrison if c.value is not None]
-    full = shown if len(shown) == len(garrison) else [c.public for c in garrison]
-    # the board's own list (made once per board; views are read-only)
-    base = {"id": p, "q": q, "r": r, "adjacent": adjacent, "owner": owner, "age": age}
-    tail = {"frontline": frontline, "attacked": was_attacked}
-    return [
-        owner, garrison, age, frontline, was_attacked, was_received,
-        {**base, "size": len(shown), "garrison": shown, **tail, "received": None},
-        {**base, "size": len(full), "garrison": full, **tail, "received": was_received},
-        None,
-    ]
-
-
-def _whole_board(state: State, last: list[Any], frontlines: list[bool], stamp: int) -> tuple[
-        list[int], list[int], list[int], list[dict[str, Any]], list[dict[str, Any]], int]:
-    """:func:`_board_entries` from scratch: every province looked at (an entry whose inputs did not
-    change is kept)."""
-    owners = state.owners
-    garrisons = state.garrisons
-    ages = state.ages
-    attacked = state.attacked
-    received = state.received
-    seats = state.seats
-    province_count = [0] * seats
-    public_cards = [0] * seats  # the cards others see of each seat (no hidden joker)
-    all_cards = [0] * seats  # every card (what the owner and the admin count)
-    public: list[dict[str, Any]] = []  # per province: the entry of non-owners
-    mine: list[dict[str, Any]] = []  # the owner's entry
-    for p in range(len(owners)):
-        owner = owners[p]
-        frontline = frontlines[p]
-        entry = last[p]
-        if (entry is None or entry[0] != owner or entry[1] is not garrisons[p] or entry[2] != ages[p]
-                or entry[3] is not frontline or entry[4] is not ((attacked >> p) & 1 == 1)
-                or entry[5] is not ((received >> p) & 1 == 1)):
-            stamp += 1
-            entry = last[p] = _province_entry(state, p, frontline)
-        province_count[owner] += 1
-        public_entry = entry[6]
-        owner_entry = entry[7]
-        public_cards[owner] += public_entry["size"]
-        all_cards[owner] += owner_entry["size"]
-        public.append(public_entry)
-        mine.append(owner_entry)
-    return province_count, public_cards, all_cards, public, mine, stamp
-
-
-def _patched_board(state: State, memo: dict[Any, Any], kept: Any, last: list[Any], frontlines: list[bool],
-                   stamp: int) -> tuple[list[int], list[int], list[int], list[dict[str, Any]],
-                                        list[dict[str, Any]], int]:
-    """:func:`_board_entries` from the previous call's result (``kept``: its inputs, its result, its
-    frontlines): only the provinces whose owner, garrison, age, frontline or attacked/received bit
-    changed are rebuilt; the lists are copies of the previous ones with those entries replaced, and
-    the counts adjusted by what the old entries held. Returns the previous result itself when no
-    entry changed."""
-    (k_owners, k_garrisons, k_ages, k_attacked, k_received), previous, k_frontlines = kept
-    owners = state.owners
-    garrisons = state.garrisons
-    ages = state.ages
-    count = len(owners)
-    changed: list[int] = []
-    bits = (state.attacked ^ k_attacked) | (state.received ^ k_received)
-    same_owners = owners is k_owners
-    same_garrisons = garrisons is k_garrisons
-    same_ages = ages is k_ages
-    same_frontlines = frontlines is k_frontlines
-    for p in range(count):
-        if ((not same_owners and owners[p] != k_owners[p])
-                or (not same_garrisons and garrisons[p] is not k_garrisons[p])
-                or (not same_ages and ages[p] != k_ages[p])
-                or (not same_frontlines and frontlines[p] is not k_frontlines[p]) or (bits >> p) & 1):
-            changed.append(p)
-    if not changed:
-        return previous
-    province_count = list(previous[0])
-    public_cards = list(previous[1])
-    all_cards = list(previous[2])
-    public = list(previous[3])
-    mine = list(previous[4])
-    for p in changed:
-        old = last[p]
-        old_owner = old[0]
-        province_count[old_owner] -= 1
-        public_cards[old_owner] -= old[6]["size"]
-        all_cards[old_owner] -= old[7]["size"]
-        stamp += 1
-        entry = last[p] = _province_entry(state, p, frontlines[p])
-        owner = entry[0]
-        province_count[owner] += 1
-        public_cards[owner] += entry[6]["size"]
-        all_cards[owner] += entry[7]["size"]
-        public[p] = entry[6]
-        mine[p] = entry[7]
-    return province_count, public_cards, all_cards, public, mine, stamp
 
 
 def _ident_name(ident: int) -> str:
@@ -322,4 +261,4 @@ def _ident_name(ident: int) -> str:
     return f"{RANKS[k >> 2]} {SUITS[k & 3]}"
 
 
-__all__ = ["visible_cards", "hidden_tokens", "render", "render_many"]
+__all__ = ["hidden_tokens", "render", "render_many", "view_parts", "visible_cards"]

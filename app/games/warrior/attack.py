@@ -18,6 +18,7 @@ from app.games.warrior.common import (
     _race_arg,
     _token_list,
     face,
+    submitted_event,
 )
 from app.games.warrior.dice import Force, dice_counts, exchange, roll
 from app.games.warrior.siege import _open_siege
@@ -28,6 +29,7 @@ from app.games.warrior.state import (
     TARGET,
     Attack,
     WarriorState,
+    replaced,
 )
 
 
@@ -295,8 +297,9 @@ def _act_lose(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events)
     tokens = _token_list(action.get("cards"), "cards")
     if len(tokens) != count:
         raise IllegalAction("wrong_count", f"lose exactly {count} card(s)")
-    s.choices[seat] = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))
-    ev.append(Event("submitted", {"seat": seat, "phase": LOSE}))
+    chosen = tuple(_cards_from(s, tokens, lose_candidates(s, from_att), "not_losable"))
+    ev.append(submitted_event(s, seat, LOSE))
+    s.choices = replaced(s.choices, seat, chosen)
     if any(s.choices[w] is None for w in s.waiting):
         return None
     _apply_losses(s, ev)
@@ -315,7 +318,7 @@ def _apply_losses(s: WarriorState, ev: Events) -> None:
         for card in chosen:
             _destroy(s, seat, card, winner, "exchange", ev)
     s.losses = ()
-    s.choices = [None] * s.seats
+    s.choices = (None,) * s.seats
 
 
 def _step_post_exchange(s: WarriorState, ev: Events) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from app.games.base import Event, IllegalAction
 from app.games.warrior.cards import WIZARD
-from app.games.warrior.state import WarriorState
+from app.games.warrior.state import WarriorState, replaced
 
 #: Longest list accepted in any action (far above any legal list; guards against huge inputs).
 MAX_LIST = 32
@@ -106,8 +106,17 @@ def _open(s: WarriorState, phase: str, waiting: tuple[int, ...]) -> None:
     s.phase = phase
     s.phase_id += 1
     s.waiting = waiting
-    s.choices = [None] * s.seats
+    s.choices = (None,) * s.seats
     s.target_cache = None
+
+
+def submitted_event(s: WarriorState, seat: int, phase: str) -> Event:
+    """The ``submitted`` event of ``seat``'s answer in a simultaneous phase (built before the answer
+    is stored): public for its first submission of the phase, the seat's own for a replacement, which
+    changes nothing the others may see (section 7; protocol.md: nothing counts the actions you could
+    not see)."""
+    return Event("submitted", {"seat": seat, "phase": phase},
+                 None if s.choices[seat] is None else frozenset((seat,)))
 
 
 def _draw(s: WarriorState, ev: Events) -> int | None:
@@ -141,9 +150,9 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
     data = {"seat": seat, "card": face(s, card), "by": by, "cause": cause}
     if cards[card].kind == WIZARD:
         data["nation"] = next((s.card_set.races[r] for w, r in s.wizards[seat] if w == card), None)
-        s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != card)
+        s.wizards = replaced(s.wizards, seat, tuple((w, r) for w, r in s.wizards[seat] if w != card))
     else:
-        s.creatures[seat] = tuple(c for c in s.creatures[seat] if c != card)
+        s.creatures = replaced(s.creatures, seat, tuple(c for c in s.creatures[seat] if c != card))
         atk = s.attack
         if atk is not None:
             if card in atk.force:
@@ -155,9 +164,9 @@ def _destroy(s: WarriorState, seat: int, card: int, by: int, cause: str, ev: Eve
         if race not in {race_of[c] for c in s.creatures[seat]}:
             wizard = s.wizard_of(seat, race)
             if wizard is not None:
-                s.wizards[seat] = tuple((w, r) for w, r in s.wizards[seat] if w != wizard)
+                s.wizards = replaced(s.wizards, seat, tuple((w, r) for w, r in s.wizards[seat] if w != wizard))
                 s.discards += (wizard,)
                 ev.append(Event("wizard_discarded",
                                 {"seat": seat, "wizard": s.tokens[wizard], "reason": "nation_gone"}))
-    s.victory[by] += (card,)
+    s.victory = replaced(s.victory, by, s.victory[by] + (card,))
     ev.append(Event("card_destroyed", data))

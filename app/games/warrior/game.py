@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.games.base import Event, GameBase, GameInfo, LegalAction, Outcome, Prompt
-from app.games.warrior import rules
+from app.games.warrior import rules, types
 from app.games.warrior import view as view_module
 from app.games.warrior.bots import CaptainBot, RandomBot
 from app.games.warrior.cards import CardSet, load_card_set
@@ -28,6 +28,7 @@ from app.games.warrior.state import (
     Timing,
     WarriorState,
 )
+from app.parts import ViewParts
 
 
 class WarriorOptions(BaseModel):
@@ -53,6 +54,20 @@ class WarriorGame(GameBase[WarriorState]):
         phases=(PLACE_WIZARDS, KEEP, SIEGE, TARGET, LOSE, CONTINUE, REATTACK),
         action_types=frozenset(rules.PHASE_ACTIONS_ALL),
         bots={"random": RandomBot, "smart": CaptainBot},
+        rules_version=1,
+        # a cap, not a count: three rounds (7) take ~30-300 records, but a seat may replace its keep or
+        # wizards submission until the phase ends, so only the deadlines bound those phases
+        max_actions=50_000,
+        hidden_information=True,  # hands and the pile (7)
+        simultaneous_moves=True,  # keep and wizard placement (3.2, 4.8)
+        chance=frozenset(("cards", "dice")),
+        actions=types.ACTIONS,
+        events=types.EVENTS,
+        view=types.View,
+        board="web/board.js",
+        wording="events.json",
+        compiled=("app.games.warrior.view",),
+        test_options={},
     )
 
     def __init__(self, card_set: CardSet | None = None) -> None:
@@ -103,8 +118,12 @@ class WarriorGame(GameBase[WarriorState]):
         return view_module.view(state, viewer)
 
     def views(self, state: WarriorState, viewers: Sequence[int]) -> list[dict[str, Any]]:
-        """:func:`app.games.warrior.view.views`: the public part built once for all ``viewers``."""
+        """:func:`app.games.warrior.view.views`: the parts of :meth:`view_parts` decoded."""
         return view_module.views(state, viewers)
+
+    def view_parts(self, state: WarriorState, viewers: Sequence[int]) -> list[ViewParts]:
+        """:func:`app.games.warrior.view.view_parts`: each piece encoded once per change (warrior.md 7)."""
+        return view_module.view_parts(state, viewers)
 
     def hidden_tokens(self, state: WarriorState, viewer: int) -> set[str]:
         """:func:`app.games.warrior.view.hidden_tokens`."""

@@ -31,6 +31,7 @@ from app.games.warrior.state import (
     MatchTokens,
     Timing,
     WarriorState,
+    replaced,
 )
 
 LETTERS = {"I": "infantry", "A": "archer", "K": "knight"}
@@ -141,20 +142,21 @@ def position(
         return card
 
     for seat, by_race in (nations or {}).items():
-        s.creatures[seat] = tuple(put(f"{race_name}:{letter}") for race_name, letters in by_race.items()
-                                  for letter in letters)
+        s.creatures = replaced(s.creatures, seat, tuple(put(f"{race_name}:{letter}")
+                                                        for race_name, letters in by_race.items()
+                                                        for letter in letters))
     for seat, races in (wizards or {}).items():
-        s.wizards[seat] = tuple((put(WIZARD), cs.race_index[race_name]) for race_name in races)
+        s.wizards = replaced(s.wizards, seat, tuple((put(WIZARD), cs.race_index[race_name]) for race_name in races))
     for seat, count in (engines or {}).items():
-        s.engines[seat] = tuple(put(SIEGE_ENGINE) for _ in range(count))
+        s.engines = replaced(s.engines, seat, tuple(put(SIEGE_ENGINE) for _ in range(count)))
     queue = [(put(f"attack:{number}"), seat, cs.race_index[race_name] if race_name is not None else None)
              for seat, number, race_name in attacks]
     for seat, specs in (hands or {}).items():
-        s.hands[seat] = tuple(put(spec) for spec in specs)
+        s.hands = replaced(s.hands, seat, tuple(put(spec) for spec in specs))
     for seat, count in (place_wizards or {}).items():
-        s.hands[seat] = tuple(put(WIZARD) for _ in range(count))
+        s.hands = replaced(s.hands, seat, tuple(put(WIZARD) for _ in range(count)))
     for seat, count in (victory or {}).items():
-        s.victory[seat] = tuple(free.pop() for _ in range(count))
+        s.victory = replaced(s.victory, seat, tuple(free.pop() for _ in range(count)))
         placed.extend(s.victory[seat])
     s.issue_tokens(placed)
     Rng(seed + b"/pile").shuffle(free)

@@ -61,6 +61,7 @@ from app.games.warrior.common import (
     _reshuffle_discards,
     _token_list,
     face,
+    submitted_event,
 )
 from app.games.warrior.siege import _act_siege
 from app.games.warrior.state import (
@@ -77,6 +78,7 @@ from app.games.warrior.state import (
     MatchTokens,
     Timing,
     WarriorState,
+    replaced,
 )
 
 
@@ -115,10 +117,9 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
     pile.extend(aside)
     s.draw_rng().shuffle(pile)
     s.pile = tuple(pile)
-    for seat in range(seats):
-        s.creatures[seat] = tuple(c for c in hands[seat] if cards[c].kind == CREATURE)
-        s.engines[seat] = tuple(c for c in hands[seat] if cards[c].kind == SIEGE_ENGINE)
-        s.hands[seat] = tuple(c for c in hands[seat] if cards[c].kind == WIZARD)  # awaiting placement
+    s.creatures = tuple(tuple(c for c in hands[seat] if cards[c].kind == CREATURE) for seat in range(seats))
+    s.engines = tuple(tuple(c for c in hands[seat] if cards[c].kind == SIEGE_ENGINE) for seat in range(seats))
+    s.hands = tuple(tuple(c for c in hands[seat] if cards[c].kind == WIZARD) for seat in range(seats))  # to place
     waiting = []
     for seat in range(seats):
         wizards = s.hands[seat]
@@ -127,7 +128,7 @@ def new_match(seats: int, timing: Timing, seed: bytes, card_set: CardSet) -> War
         nations = s.races_of(seat)
         if len(wizards) >= len(nations):  # forced: every nation gets one, the rest are discarded
             _place_wizards(s, seat, _default_wizard_map(s, seat, list(wizards), ()), ev)
-            s.hands[seat] = ()
+            s.hands = replaced(s.hands, seat, ())
         else:
             waiting.append(seat)
     if waiting:
@@ -196,20 +197,20 @@ def _place_wizards(s: WarriorState, seat: int, placement: list[tuple[int, int | 
             s.discards += (w,)
             out.append({"wizard": face(s, w), "nation": None})
         else:
-            s.wizards[seat] += ((w, r),)
+            s.wizards = replaced(s.wizards, seat, s.wizards[seat] + ((w, r),))
             out.append({"wizard": face(s, w), "nation": s.card_set.races[r]})
     ev.append(Event("wizards_placed", {"seat": seat, "wizards": out}))
 
 
 def _act_place_wizards(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events) -> str | None:
     placement = _wizard_choice(s, seat, list(s.hands[seat]), action.get("wizards"), ())
-    s.choices[seat] = tuple(placement)
-    ev.append(Event("submitted", {"seat": seat, "phase": PLACE_WIZARDS}))
+    ev.append(submitted_event(s, seat, PLACE_WIZARDS))
+    s.choices = replaced(s.choices, seat, tuple(placement))
     if any(s.choices[w] is None for w in s.waiting):
         return None
     for w in s.waiting:
         _place_wizards(s, w, list(s.choices[w]), ev)
-        s.hands[w] = ()
+        s.hands = replaced(s.hands, w, ())
     return "start_round"
 
 
@@ -241,7 +242,7 @@ def _step_start_round(s: WarriorState, ev: Events) -> str | None:
             hands[seat].append(card)
             drawn.append(card)
     s.issue_tokens(drawn)
-    s.hands = [tuple(h) for h in hands]
+    s.hands = tuple(tuple(h) for h in hands)
     s.keep_counts = tuple(min(ROUND_KEEP[s.round - 1], len(h)) for h in hands)
     ev.append(Event("round_started", {"round": s.round, "dealt": [len(h) for h in hands], "keep": list(s.keep_counts)}))
     for seat in range(s.seats):
@@ -309,8 +310,9 @@ def _act_keep(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events)
         raise IllegalAction("wrong_count", f"keep exactly {need} cards")
     picked = set(_cards_from(s, tokens, s.hands[seat]))
     kept = tuple(c for c in s.hands[seat] if c in picked)  # dealt order
-    s.choices[seat] = _keep_choice(s, seat, kept, action.get("attacks"), action.get("wizards"))
-    ev.append(Event("submitted", {"seat": seat, "phase": KEEP}))
+    choice = _keep_choice(s, seat, kept, action.get("attacks"), action.get("wizards"))
+    ev.append(submitted_event(s, seat, KEEP))
+    s.choices = replaced(s.choices, seat, choice)
     if any(s.choices[w] is None for w in s.waiting):
         return None
     return _resolve_keep(s, ev)
@@ -328,13 +330,15 @@ def _resolve_keep(s: WarriorState, ev: Events) -> str:
         kept = set(choice.kept)
         discarded = [c for c in s.hands[seat] if c not in kept]
         s.discards += tuple(discarded)
-        s.creatures[seat] += tuple(c for c in choice.kept if cards[c].kind == CREATURE)
-        s.engines[seat] += tuple(c for c in choice.kept if cards[c].kind == SIEGE_ENGINE)
+        s.creatures = replaced(s.creatures, seat,
+                               s.creatures[seat] + tuple(c for c in choice.kept if cards[c].kind == CREATURE))
+        s.engines = replaced(s.engines, seat,
+                             s.engines[seat] + tuple(c for c in choice.kept if cards[c].kind == SIEGE_ENGINE))
         for c, r in choice.wizards:
             if r is None:
                 s.discards += (c,)
             else:
-                s.wizards[seat] += ((c, r),)
+                s.wizards = replaced(s.wizards, seat, s.wizards[seat] + ((c, r),))
         for c, r in choice.attacks:
             queue.append((c, seat, r))
         ev.append(Event("kept", {
@@ -348,8 +352,8 @@ def _resolve_keep(s: WarriorState, ev: Events) -> str:
         }))
     queue.sort(key=lambda q: cards[q[0]].number)
     s.queue = tuple(queue)
-    s.hands = [()] * s.seats
-    s.choices = [None] * s.seats
+    s.hands = ((),) * s.seats
+    s.choices = (None,) * s.seats
     return "next_attack"
 
 
@@ -358,8 +362,8 @@ def _step_end_round(s: WarriorState, ev: Events) -> str:
     if s.round < ROUNDS:
         for seat in range(s.seats):
             s.discards += tuple(w for w, _ in s.wizards[seat]) + s.engines[seat]
-            s.wizards[seat] = ()
-            s.engines[seat] = ()
+        s.wizards = ((),) * s.seats
+        s.engines = ((),) * s.seats
         ev.append(Event("round_ended", {"round": s.round}))
         s.round += 1
         return "start_round"
@@ -394,7 +398,7 @@ def _step_game_over(s: WarriorState, ev: Events) -> None:
     s.phase = OVER
     s.phase_id += 1
     s.waiting = ()
-    s.choices = [None] * s.seats
+    s.choices = (None,) * s.seats
     ev.append(Event("match_over", {
         "scores": {str(k): v for k, v in s.result.scores.items()},
         "ranks": {str(k): v for k, v in ranks.items()},

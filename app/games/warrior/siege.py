@@ -14,9 +14,10 @@ from app.games.warrior.common import (
     _open,
     _other_seats,
     face,
+    submitted_event,
 )
 from app.games.warrior.dice import roll
-from app.games.warrior.state import SIEGE, SiegeShot, WarriorState
+from app.games.warrior.state import SIEGE, SiegeRecord, SiegeShot, WarriorState, replaced
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,7 +53,7 @@ def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events
     raw: Any = action.get("shots")  # client JSON, checked by require() below
     require(isinstance(raw, list), "malformed_action", "'shots' must be a list of {engine, target}")
     require(len(raw) <= len(s.engines[seat]), "too_many_shots", "one shot per siege engine")
-    shots = []
+    shots: list[SiegeShot] = []
     allowed = siege_targets(s, seat)
     engines_used: set[int] = set()
     targets_used: set[int] = set()
@@ -67,9 +68,9 @@ def _act_siege(s: WarriorState, seat: int, action: Mapping[str, Any], ev: Events
         require(target not in targets_used, "duplicate_card", "one shot per target")
         engines_used.add(engine)
         targets_used.add(target)
-        shots.append(SiegeShot(engine, target))
-    s.choices[seat] = tuple(shots)
-    ev.append(Event("submitted", {"seat": seat, "phase": SIEGE}))
+        shots.append((engine, target))
+    ev.append(submitted_event(s, seat, SIEGE))
+    s.choices = replaced(s.choices, seat, tuple(shots))
     if any(s.choices[w] is None for w in s.waiting):
         return None
     return _resolve_siege(s, ev)
@@ -85,24 +86,23 @@ def _owner(s: WarriorState, card: int) -> int | None:
 def _resolve_siege(s: WarriorState, ev: Events) -> str | None:
     """Shots resolve in seat order; a shot whose target is no longer a legal target is not fired and its
     engine stays (house). Each fired engine rolls one die: 4+ destroys (5.1) and is discarded."""
-    fired = []
+    fired: list[SiegeRecord] = []
     for seat in s.waiting:
-        for shot in s.choices[seat]:
-            if shot.target not in siege_targets(s, seat):
+        for engine, target in s.choices[seat]:
+            if target not in siege_targets(s, seat):
                 ev.append(Event("siege_void",
-                                {"seat": seat, "engine": s.tokens[shot.engine], "target": s.tokens[shot.target]}))
+                                {"seat": seat, "engine": s.tokens[engine], "target": s.tokens[target]}))
                 continue
             (die,) = roll(s.draw_rng(), 1)
             hit = die >= SIEGE_HIT
-            s.engines[seat] = tuple(e for e in s.engines[seat] if e != shot.engine)
-            s.discards += (shot.engine,)
-            owner = _owner(s, shot.target)
-            record = {"seat": seat, "engine": s.tokens[shot.engine], "target": face(s, shot.target),
-                      "target_seat": owner, "roll": die, "hit": hit}
-            ev.append(Event("siege_shot", record))
-            fired.append(record)
+            s.engines = replaced(s.engines, seat, tuple(e for e in s.engines[seat] if e != engine))
+            s.discards += (engine,)
+            owner = _owner(s, target)
+            ev.append(Event("siege_shot", {"seat": seat, "engine": s.tokens[engine], "target": face(s, target),
+                                           "target_seat": owner, "roll": die, "hit": hit}))
+            fired.append((seat, s.tokens[engine], target, s.tokens[target], owner, die, hit))
             if hit and owner is not None:
-                _destroy(s, owner, shot.target, seat, "siege", ev)
+                _destroy(s, owner, target, seat, "siege", ev)
     s.last_siege = tuple(fired)
-    s.choices = [None] * s.seats
+    s.choices = (None,) * s.seats
     return s.after_siege

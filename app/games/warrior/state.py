@@ -1,13 +1,18 @@
-"""Warrior match state: a slots dataclass of ints, lists of ints and small immutable tuples.
+"""Warrior match state: a slots dataclass of ints, strings and tuples.
 
 Cards are ints (indexes into :class:`~app.games.warrior.cards.CardSet`); ``tokens[c]`` is the opaque
-wire id card ``c`` currently carries (None while it lies in the pile). :meth:`WarriorState.clone` copies
-every mutable container one level down, so ``apply`` clones once and then edits the clone freely.
+wire id card ``c`` currently carries (None while it lies in the pile). Every per-seat field is a tuple
+indexed by seat whose items are tuples of atoms (ints, strings, None): nothing in a state but the state
+itself, its rng and an attack in progress is an object CPython's cyclic collector keeps walking (a
+tuple of atoms is untracked the first time the collector sees it; ``docs/decisions.md``, "Warrior:
+state the collector does not walk, views as parts"). :meth:`WarriorState.clone` is therefore a
+shallow copy (and a clone of the attack); ``apply`` clones once and then replaces, never changes,
+the tuples of the clone (:func:`replaced`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final, NamedTuple, TypeVar
 
 from app.games.base import CardTokens, Outcome, Rng
 from app.games.warrior.cards import CardSet
@@ -47,20 +52,37 @@ class Timing:
     siege: float
 
 
-@dataclass(frozen=True, slots=True)
-class KeepChoice:
+class KeepChoice(NamedTuple):
     """A keep-phase submission, resolved: kept cards in dealt order, ``attacks`` (card, race | None),
-    ``wizards`` (card, race | None: None = discarded, no unprotected nation left)."""
+    ``wizards`` (card, race | None: None = discarded, no unprotected nation left). Tuples of atoms in
+    a named tuple (one object the collector tracks; ``tuple(choice)`` is one it does not)."""
 
     kept: tuple[int, ...]
     attacks: tuple[tuple[int, int | None], ...]
     wizards: tuple[tuple[int, int | None], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class SiegeShot:
-    engine: int
-    target: int
+#: A siege shot on file: ``(engine card, target card)``.
+SiegeShot = tuple[int, int]
+
+#: One fired shot of the latest siege window, an exact tuple of atoms (index with the constants
+#: below): ``(seat, engine token, target card, target token, target seat | None, roll, hit)``; the
+#: tokens are the ones the cards carried when the shot was fired (the view shows them, 5.2).
+SiegeRecord = tuple[int, "str | None", int, "str | None", "int | None", int, bool]
+SHOT_SEAT: Final = 0
+SHOT_ENGINE: Final = 1
+SHOT_TARGET: Final = 2
+SHOT_TARGET_TOKEN: Final = 3
+SHOT_TARGET_SEAT: Final = 4
+SHOT_ROLL: Final = 5
+SHOT_HIT: Final = 6
+
+T = TypeVar("T")
+
+
+def replaced(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
+    """``items`` with item ``index`` replaced by ``value`` (a per-seat field after a change of one seat)."""
+    return items[:index] + (value,) + items[index + 1:]
 
 
 @dataclass(slots=True)
@@ -90,8 +112,8 @@ class Attack:
 
 @dataclass(slots=True)
 class WarriorState:
-    """Everything about one match. Per-seat lists are indexed by seat and hold tuples (so a clone copies
-    only the short outer lists; changing a seat's cards replaces its tuple).
+    """Everything about one match. Per-seat fields are tuples indexed by seat holding tuples (a clone
+    shares them; changing a seat's cards replaces the seat's tuple and the outer one: :func:`replaced`).
 
     - ``tokens[c]``: card c's current wire id, None while it lies in the pile.
     - ``pile``: face-down cards, top at the end; ``discards``: face-up discards.
@@ -104,6 +126,7 @@ class WarriorState:
       the race is the nation the card lies in front of.
     - ``losses``: ((seat, count, from_attacker), ...) pending in the LOSE phase.
     - ``after_siege``: the step the flow resumes at when the siege window closes.
+    - ``last_siege``: the shots fired in the latest siege window (:data:`SiegeRecord`).
     """
 
     seats: int
@@ -115,13 +138,13 @@ class WarriorState:
     tokens: tuple[str | None, ...]
     pile: tuple[int, ...]
     discards: tuple[int, ...]
-    creatures: list[tuple[int, ...]]
-    wizards: list[tuple[tuple[int, int], ...]]
-    engines: list[tuple[int, ...]]
-    victory: list[tuple[int, ...]]
-    hands: list[tuple[int, ...]]
+    creatures: tuple[tuple[int, ...], ...]
+    wizards: tuple[tuple[tuple[int, int], ...], ...]
+    engines: tuple[tuple[int, ...], ...]
+    victory: tuple[tuple[int, ...], ...]
+    hands: tuple[tuple[int, ...], ...]
     keep_counts: tuple[int, ...]
-    choices: list[Any]
+    choices: tuple[Any, ...]
     waiting: tuple[int, ...]
     phase: str
     phase_id: int
@@ -130,15 +153,16 @@ class WarriorState:
     queue: tuple[tuple[int, int, int | None], ...]
     losses: tuple[tuple[int, int, bool], ...]
     after_siege: str
-    last_siege: tuple[dict[str, Any], ...]
+    last_siege: tuple[SiegeRecord, ...]
     result: Outcome | None
     #: False while ``rng`` is shared with the state this one was cloned from (see :meth:`draw_rng`).
     rng_owned: bool = True
     #: The attacker's options while the TARGET phase is open (nothing changes during it); never mutated.
     target_cache: Any = None
-    #: Not part of the match: the public view pieces last built for it (``view.views``), shared by
-    #: every state cloned from the same setup so that unchanged pieces keep their objects from version
-    #: to version. Not compared, not pickled (a copy starts with an empty memo).
+    #: Not part of the match: the encoded view parts last built for it (``view.view_parts``), shared
+    #: by every state cloned from the same setup so that an unchanged piece is not encoded again (bytes
+    #: and tuples of atoms, which the collector does not walk). Not compared, not pickled (a copy
+    #: starts with an empty memo).
     view_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -146,20 +170,20 @@ class WarriorState:
         """A state with no card anywhere (all ``tokens`` None, empty pile); the caller deals."""
         return cls(
             seats=seats, timing=timing, card_set=card_set, rng=rng, token_source=token_source, token_count=0,
-            tokens=(None,) * len(card_set.cards), pile=(), discards=(), creatures=[()] * seats,
-            wizards=[()] * seats, engines=[()] * seats, victory=[()] * seats, hands=[()] * seats,
-            keep_counts=(0,) * seats, choices=[None] * seats, waiting=(), phase="", phase_id=0, round=1,
+            tokens=(None,) * len(card_set.cards), pile=(), discards=(), creatures=((),) * seats,
+            wizards=((),) * seats, engines=((),) * seats, victory=((),) * seats, hands=((),) * seats,
+            keep_counts=(0,) * seats, choices=(None,) * seats, waiting=(), phase="", phase_id=0, round=1,
             attack=None, queue=(), losses=(), after_siege="", last_siege=(), result=None,
         )
 
     def clone(self) -> "WarriorState":
-        """An independent copy: the per-seat lists and ``choices`` are copied and the attack cloned; every
-        other field is immutable and shared. The rng is shared too until the copy draws from it:
-        :meth:`draw_rng` clones it first (copy on write), so the original never advances."""
+        """An independent copy: the attack is cloned; every other field is immutable and shared. The rng
+        is shared too until the copy draws from it: :meth:`draw_rng` clones it first (copy on write), so
+        the original never advances."""
         return WarriorState(
             self.seats, self.timing, self.card_set, self.rng, self.token_source, self.token_count,
-            self.tokens, self.pile, self.discards, self.creatures[:], self.wizards[:], self.engines[:],
-            self.victory[:], self.hands[:], self.keep_counts, self.choices[:], self.waiting, self.phase,
+            self.tokens, self.pile, self.discards, self.creatures, self.wizards, self.engines,
+            self.victory, self.hands, self.keep_counts, self.choices, self.waiting, self.phase,
             self.phase_id, self.round, self.attack.clone() if self.attack is not None else None, self.queue,
             self.losses, self.after_siege, self.last_siege, self.result, False, self.target_cache,
             self.view_memo,

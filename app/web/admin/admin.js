@@ -17,6 +17,8 @@ const who = document.getElementById("who");
 let token = sessionStorage.getItem(TOKEN_KEY);
 const adminApi = (method, path, body) => api(method, path, body, token);
 const errText = (exc) => (exc instanceof ApiError ? `${exc.message} (${exc.code})` : String(exc?.message || exc));
+// a server started without BANNERFALL_ADMIN_TOKEN has no admin: its admin routes say so (app/api/deps.py)
+const noAdminToken = (exc) => exc instanceof ApiError && /^this server has no admin token/.test(exc.message || "");
 
 // ------------------------------------------------------------------------------------ login
 function login(message) {
@@ -34,7 +36,9 @@ function login(message) {
           console_();
         } catch (exc) {
           token = null;
-          error.textContent = exc.status === 403 ? "That token is not an admin's." : errText(exc);
+          error.textContent = noAdminToken(exc) ? exc.message
+            : exc.status === 403 ? "That token is not an admin's."
+              : exc.status === 401 ? "This server knows no such token: paste the BANNERFALL_ADMIN_TOKEN it was started with." : errText(exc);
         }
       },
     },
@@ -45,6 +49,13 @@ function login(message) {
   h("button#admin-login.primary", { type: "submit" }, "Sign in"),
   error));
   input.focus();
+  // before any token is typed: does this server have an admin at all?
+  api("GET", "/admin/matches?limit=1", undefined, null).catch((exc) => {
+    if (noAdminToken(exc) && !error.textContent) {
+      error.id = "admin-no-token";
+      error.textContent = exc.message;
+    }
+  });
 }
 
 function signOut() {
@@ -134,6 +145,29 @@ async function console_() {
   if (selected) openMatch(detailBox, selected);
 }
 
+/** A match's options for people: scalars as "turn seconds 60", the special costs as "shield 1,
+ * scout 2, …", and each seat's loadout on a line of its own under the seat's name. */
+export function optionsText(options, name) {
+  const plain = [];
+  const blocks = [];
+  for (const [key, value] of Object.entries(options)) {
+    if (key === "loadouts" && Array.isArray(value)) {
+      blocks.push(h("div.option-block#detail-loadouts", h("span.muted", "loadouts"),
+        h("ul.loadouts", value.map((brought, seat) => h("li", { dataset: { seat } },
+          h("span.swatch", { style: { background: seatColour(seat) } }), h("strong", name(seat)), ": ",
+          Array.isArray(brought) && brought.length ? brought.map(words).join(", ") : "no specials")))));
+    } else if (value && typeof value === "object" && !Array.isArray(value)) {
+      blocks.push(h("div.option-block", { dataset: { option: key } }, h("span.muted", words(key)), " ",
+        Object.entries(value).map(([k, v]) => `${words(k)} ${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ")));
+    } else if (Array.isArray(value)) {
+      plain.push(`${words(key)} ${value.map((v) => (typeof v === "object" ? JSON.stringify(v) : words(v))).join(", ")}`);
+    } else {
+      plain.push(`${words(key)} ${words(value)}`);
+    }
+  }
+  return [plain.length ? h("div", plain.join(" · ")) : null, ...blocks];
+}
+
 function gameName(id) {
   return games.find((g) => g.id === id)?.title || id;
 }
@@ -184,7 +218,7 @@ async function openMatch(box, id) {
       h("dl.kv",
         h("dt", "Seats"), h("dd", meta.seats.map((s, i) => h("span", { style: { marginRight: ".8rem" } },
           h("span.swatch", { style: { background: seatColour(i) } }), `${i}: ${s.name}${s.bot ? ` (${s.bot} bot)` : ""}`))),
-        h("dt", "Options"), h("dd", Object.entries(meta.options || {}).map(([k, v]) => `${words(k)} ${words(v)}`).join(" · ")),
+        h("dt", "Options"), h("dd#detail-options", optionsText(meta.options || {}, name)),
         h("dt", "Started"), h("dd", fmtTime(meta.created_at) + (meta.ended_at ? ` · ended ${fmtTime(meta.ended_at)}` : "")),
         h("dt", "Seed hash"), h("dd.mono", meta.seed_hash),
         h("dt", "Seed"), h("dd.mono", info.seed || "—"),
@@ -232,6 +266,11 @@ async function openMatch(box, id) {
   }
 
   function drawState() {
+    if (info.view && info.view.unavailable) {  // a match no engine here replays: the reason, no board
+      replace(boardArea, h("div.panel.unavailable", h("p", info.view.unavailable.message)));
+      replace(below, h("div.panel", h("h3", `Version ${info.version}`), h("p#admin-prompts", `match ${meta.status}`)));
+      return;
+    }
     board.update({ ...info, seat: null });
     const hidden = info.hidden_from ? Object.entries(info.hidden_from).map(([seat, tokens]) =>
       h("li", `${name(Number(seat))}: ${tokens.length} card${tokens.length === 1 ? "" : "s"} hidden`)) : [];

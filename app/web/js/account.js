@@ -60,6 +60,7 @@ export async function renderAccount(root, { stillHere }) {
     return;
   }
   savePlayer({ ...me, username: account.username });
+  window.dispatchEvent(new Event("bannerfall:player"));
   const tokens = h("div#token-list");
   replace(box,
     h("h2", "Account"),
@@ -126,6 +127,7 @@ function claimForm(onDone) {
         try {
           const out = await api("POST", "/accounts/claim", { username: user.value.trim(), password: pass.value });
           savePlayer({ ...savedPlayer(), username: out.username });
+          window.dispatchEvent(new Event("bannerfall:player"));  // the top bar: no longer a guest
           onDone();
         } catch (exc) {
           error.textContent = errorText(exc);

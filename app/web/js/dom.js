@@ -1,4 +1,5 @@
-// Small DOM helpers shared by the play client and the admin console. No dependencies.
+// Small DOM helpers shared by the play client and the admin console; the server clock is the SDK's.
+import { serverClock } from "./sdk/bannerfall-client.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -73,15 +74,15 @@ export function isRedSuit(suit) {
   return suit === "hearts" || suit === "diamonds";
 }
 
-/** Whole seconds left until ``deadlineAt`` (epoch seconds, server clock). */
+/** Whole seconds left until ``deadlineAt`` (epoch seconds, server clock: the SDK's, corrected by the
+ *  server's ``server_time``). */
 export function secondsLeft(deadlineAt) {
-  if (deadlineAt === null || deadlineAt === undefined) return null;
-  return Math.max(0, Math.ceil(deadlineAt - serverNow()));
+  const left = serverClock.secondsLeft(deadlineAt);
+  return left === null ? null : Math.ceil(left);
 }
 
-let clockOffset = 0; // server time - local time, seconds
-export function setClockOffset(seconds) { clockOffset = seconds; }
-export function serverNow() { return Date.now() / 1000 + clockOffset; }
+/** The server's time now (epoch seconds). */
+export function serverNow() { return serverClock.now(); }
 
 export function fmtTime(epoch) {
   if (!epoch) return "—";

@@ -176,6 +176,14 @@ function createForm(all) {
   error);
 }
 
+// Who a seat's player is beyond its display name, which anyone may choose (two players may share
+// one): an account holder's @username, or a "guest" mark (docs/protocol.md, "Lobbies").
+function seatMark(seat) {
+  if (seat.username) return h("span.muted.seat-username", ` @${seat.username}`);
+  return seat.player && seat.player.role === "player" && !seat.bot
+    ? h("span.tag.guest", { title: "a guest: no account, anyone may take this name" }, "guest") : null;
+}
+
 function seatsFilled(lobby) {
   return lobby.seats.filter((s) => s.player).length;
 }
@@ -188,7 +196,8 @@ function renderLobbies(list, lobbies, me) {
   replace(list, h("table.list",
     h("thead", h("tr", h("th", "Game"), h("th", "Host"), h("th", "Seats"), h("th", ""))),
     h("tbody", lobbies.map((l) => {
-      const host = l.seats.find((s) => s.player?.id === l.host_id)?.player?.name || "?";
+      const hostSeat = l.seats.find((s) => s.player?.id === l.host_id);
+      const host = hostSeat ? [hostSeat.player.name, seatMark(hostSeat)] : "?";
       const seated = l.seats.some((s) => s.player?.id === me.player.id);
       return h("tr", { dataset: { lobby: l.id } },
         h("td", gameTitle(l.game)), h("td", host), h("td", `${seatsFilled(l)}/${l.seat_count}`),
@@ -281,7 +290,7 @@ export async function renderLobby(root, id, { stillHere }) {
       h("h2", `${gameTitle(lobby.game)} lobby`),
       h("p.muted", options),
       h("ol.seats", lobby.seats.map((s) => h("li", { dataset: { seat: s.seat } },
-        s.player ? [h("strong", s.player.name), s.bot ? h("span.tag", `${s.bot} bot`) : null,
+        s.player ? [h("strong", s.player.name), seatMark(s), s.bot ? h("span.tag", `${s.bot} bot`) : null,
           s.player.id === lobby.host_id ? h("span.tag", "host") : null, s.player.id === me.player.id ? h("span.tag.you", "you") : null,
           s.loadout?.length ? h("span.seat-loadout", s.loadout.map((x) => h("span.tag.special", { title: words(x), dataset: { special: x } }, `${symbolOf(x)} ${words(x)}`))) : null]
           : h("span.muted", "empty seat")))),

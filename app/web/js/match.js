@@ -1,26 +1,66 @@
 // The match page: connection, prompt bar with live countdowns, players, the game's board, event
-// log, errors and the final standings. The game-specific part lives in games/<id>.js.
+// log, errors and the final standings. The game-specific part is the game's own board module, from
+// its package (GET /api/v1/games lists its URL as `board`; served at /games/<id>/web/).
 import { api, ApiError, savedPlayer } from "./api.js";
-import { MatchConnection } from "./conn.js";
+import { MatchConnection } from "./sdk/bannerfall-client.js";
 import { h, replace, seatColour, secondsLeft, shortId, words, toast, ordinal } from "./dom.js";
 import { gameTitle, games } from "./lobby.js";
 import * as fallback from "./games/fallback.js";
 import { loadWording, describeEvent, reasonText, scoreText } from "./wording.js";
+import { rematchPanel } from "./rematch.js";
 
-const GAME_MODULES = {
-  provinces: () => import("./games/provinces.js"),
-  conquest: () => import("./games/conquest.js"),
-  warrior: () => import("./games/warrior.js"),
-};
-
-/** Load the board module of a game; an unknown game (or one whose module fails) gets the raw view. */
+/** Load the board module of a game (the URL its package declares, from GET /games); a game without
+ *  one, an unknown game, or a module that fails to load gets the raw view. */
 export async function gameModule(id) {
   try {
-    if (GAME_MODULES[id]) return await GAME_MODULES[id]();
+    const info = (await games()).find((g) => g.id === id);
+    if (info?.board) return await import(info.board);
   } catch (exc) {
     console.warn("no board for", id, exc);
   }
   return fallback;
+}
+
+const SEQ_KEY = "bannerfall.seq";
+
+/** Sequence numbers never repeat for a seat, even across page reloads (docs/protocol.md, `act`). */
+function nextSeq() {
+  const last = Number(localStorage.getItem(SEQ_KEY) || 0);
+  const seq = Math.max(last + 1, Date.now() * 1000);
+  localStorage.setItem(SEQ_KEY, String(seq));
+  return seq;
+}
+
+/** The status words of the badge ("connected" for the SDK's "open"; "offline" while the browser
+ *  says it has no network). */
+function statusWord(status) {
+  if (status === "open") return "connected";
+  if (status === "reconnecting" && navigator.onLine === false) return "offline";
+  return status;
+}
+
+/**
+ * The SDK's MatchConnection for this page (hello, deltas, resume, reconnects, resends by seq:
+ * clients/js): every full state, `ended` and socket `error` go to `onMessage`; its status to
+ * `onStatus(word, detail)`. The page adds what only a browser has: going offline drops the socket
+ * at once (the SDK reconnects when the network is back), and seqs kept in localStorage.
+ */
+export function openConnection(matchId, token, onMessage, onStatus) {
+  const conn = new MatchConnection({ matchId, token, nextSeq, silenceMs: 12000 });
+  conn.on("state", onMessage);
+  conn.on("ended", onMessage);
+  conn.on("error", onMessage);
+  conn.on("status", ({ status, detail }) => onStatus(statusWord(status), detail));
+  const offline = () => {
+    onStatus("offline", "no network");
+    conn.drop();
+  };
+  window.addEventListener("offline", offline);
+  conn.stopPage = () => {
+    window.removeEventListener("offline", offline);
+    conn.close();
+  };
+  return conn;
 }
 
 /** Text for the prompt bar: who the match waits for and how long. */
@@ -106,7 +146,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
     bots,
     act: async (action) => {
       try {
-        const version = await conn.act(action);
+        const { version } = await conn.act(action);
         errorBar.hidden = true;
         return version;
       } catch (err) {
@@ -141,7 +181,7 @@ export async function renderMatch(root, matchId, { stillHere }) {
       class: [current.has(seat) ? "active" : "", seat === last.seat ? "me" : ""].join(" "), dataset: { seat },
     },
     h("span.swatch", { style: { background: seatColour(seat) } }),
-    h("span.seat-name", plainName(seat), seat === last.seat ? h("span.tag.you", "you") : null, bots[seat] ? h("span.tag", { title: `${bots[seat]} bot` }, "bot") : null),
+    h("span.seat-name", h("span.seat-label", plainName(seat)), seat === last.seat ? h("span.tag.you", "you") : null, bots[seat] ? h("span.tag", { title: `${bots[seat]} bot` }, "bot") : null),
     h("span.seat-stats", module.seatStats ? module.seatStats(view, seat) : ""),
     current.has(seat) ? h("span.turn-mark", { title: "the match waits for this player" }, "◀") : null))));
   }
@@ -181,11 +221,30 @@ export async function renderMatch(root, matchId, { stillHere }) {
           h("td", h("span.swatch", { style: { background: seatColour(seat) } }), plainName(seat), seat === last?.seat ? " (you)" : ""),
           h("td", outcome.scores?.[seat] === undefined ? "" : scoreText(meta.game, outcome.scores[seat]))))) ) : null,
       ended?.seed ? h("p.muted.small.mono", `seed ${ended.seed} · sha256 ${ended.seed_hash}`) : null,
+      rematchEl(),
       h("a.button", { href: "#/" }, "Back to lobbies")));
   }
 
+  // the rematch offer, for the match's human players (made once, kept across re-renders)
+  let rematch = null;
+  function rematchEl() {
+    const mine = meta.seats[mySeatFromMeta];
+    if (!mine || mine.bot) return null;
+    if (!rematch) rematch = rematchPanel(matchId);
+    return rematch.el;
+  }
+
   function onMessage(msg) {
-    if (msg.type === "state") {
+    if (msg.type === "state" && msg.view && msg.view.unavailable) {
+      // a match the server cannot replay (its rules version is not installed): the reason, no board
+      last = msg;
+      ctx.seat = msg.seat;
+      phaseLine.textContent = "";
+      replace(boardBox, h("div.panel.unavailable", h("p", msg.view.unavailable.message)));
+      renderPrompt();
+      if (msg.status !== "running") renderOutcome();
+      window.__bannerfall.state = msg;
+    } else if (msg.type === "state") {
       const first = !last;
       last = msg;
       ctx.seat = msg.seat;
@@ -212,14 +271,13 @@ export async function renderMatch(root, matchId, { stillHere }) {
     connBadge.className = `badge conn-${status}`;
     if (status === "replaced") {
       replace(errorBar, "This match is open in another tab or window. ",
-        h("button.small", { type: "button", on: { click: () => { conn.attempt = 1; conn._open(); errorBar.hidden = true; } } }, "Play here"));
+        h("button.small", { type: "button", on: { click: () => { conn.reconnect(); errorBar.hidden = true; } } }, "Play here"));
       errorBar.hidden = false;
     }
   }
 
-  const conn = new MatchConnection({ matchId, token: me.token, onMessage, onStatus });
+  const conn = openConnection(matchId, me.token, onMessage, onStatus);
   window.__bannerfall = { conn, state: null, seat: mySeatFromMeta };
-  conn.start();
   const ticker = setInterval(() => {
     if (!stillHere()) return;
     renderPrompt();
@@ -228,7 +286,8 @@ export async function renderMatch(root, matchId, { stillHere }) {
   return () => {
     document.title = "Bannerfall";
     clearInterval(ticker);
-    conn.stop();
+    rematch?.stop();
+    conn.stopPage();
     board.destroy();
   };
 }

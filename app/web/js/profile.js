@@ -1,4 +1,5 @@
-// #/player/<id>: a player's public profile: ratings by game, wins, recent rated matches.
+// #/player/<id>: a player's public profile: ratings by game (the display rating, exact values in
+// its title, provisional marked), wins, recent rated matches, and the one-line explanation.
 import { api, ApiError } from "./api.js";
 import { h, replace, fmtTime, ordinal } from "./dom.js";
 import { games, gameTitle } from "./lobby.js";
@@ -29,15 +30,20 @@ export async function renderProfile(root, playerId, { stillHere }) {
         h("thead", h("tr", h("th", "Game"), h("th", "Rating"), h("th", "Matches"), h("th", "Wins"))),
         h("tbody", ratings.map(([game, r]) => h("tr", { dataset: { game } },
           h("td", h("a", { href: `#/leaderboard/${game}` }, gameTitle(game))),
-          h("td.rating", fmt(r.ordinal)), h("td", String(r.matches)), h("td.wins", String(r.wins))))))
+          h("td.rating.rating-display", { title: `μ ${fmt(r.mu)}, σ ${fmt(r.sigma)}, ordinal ${fmt(r.ordinal)}` },
+            String(r.display), r.provisional ? h("span.provisional", " (provisional)") : null),
+          h("td", String(r.matches)), h("td.wins", String(r.wins))))))
       : h("p.muted", "No rated matches yet."),
+    h("p.muted.small.rating-note#rating-note", p.explanation),
     h("h3", "Recent matches"),
     p.recent_matches.length
       ? h("table.list#profile-matches",
         h("thead", h("tr", h("th", "Game"), h("th", "Place"), h("th", "Rating"), h("th", "Ended"), h("th", ""))),
         h("tbody", p.recent_matches.map((m) => h("tr", { dataset: { match: m.match_id } },
           h("td", gameTitle(m.game)), h("td", `${ordinal(m.rank)} of ${m.seats}`),
-          h("td", `${fmt(m.ordinal_before)} → ${fmt(m.ordinal_after)}`), h("td", fmtTime(m.ended_at)),
+          h("td", { title: m.weight < 1 ? `counted ${Math.round(m.weight * 100)} %: a repeat game against the same player` : "" },
+            `${m.display_before} → ${m.display_after}`, m.weight < 1 ? h("span.muted", ` (×${fmt(m.weight)})`) : null),
+          h("td", fmtTime(m.ended_at)),
           h("td", h("a.button.small", { href: `#/match/${m.match_id}` }, "View"))))))
       : h("p.muted", "None yet.")));
 }

@@ -3,8 +3,9 @@
 // The waiting view learns of the match by long-polling GET /matchmaking/tickets/{id}?wait=25,
 // one request at a time (no polling loop on a timer).
 import { api, ApiError } from "./api.js";
-import { h, replace, toast, words } from "./dom.js";
-import { games } from "./lobby.js";
+import { h, replace, toast } from "./dom.js";
+import { games, gameTitle } from "./lobby.js";
+import { makeParty } from "./party.js";
 
 const TICKET_KEY = "bannerfall.ticket";
 
@@ -61,9 +62,29 @@ export async function quickPlayPanel() {
   h("label.option", h("span", "Game"), gameSel),
   h("label.option", h("span", "Seats"), seats),
   h("label.option", h("span", "Fill with bots"), botsAfter),
-  h("button#quick-play.primary", { type: "submit" }, "Quick play"),
+  h("div.row", h("button#quick-play.primary", { type: "submit" }, "Quick play"),
+    h("button#party-make", { type: "button", title: "Play this game together with friends: they join with a link", on: { click: async () => {
+      error.textContent = "";
+      try {
+        await makeParty({ game: gameSel.value, seats: Number(seats.value), options: {} });
+      } catch (exc) {
+        const mine = exc.code === "party_exists" && await api("GET", "/parties/mine").catch(() => null);
+        if (mine) location.hash = `#/party/${mine.id}`;
+        else error.textContent = errorText(exc);
+      }
+    } } }, "Play with friends")),
   error);
-  box.append(form);
+  const code = h("input#party-join-code", { type: "text", placeholder: "invite code or link", size: 28 });
+  const join = h("form#party-join.row", { on: { submit: (e) => {
+    e.preventDefault();
+    const value = code.value.trim();
+    const found = /#\/join\/([^/?#\s]+)/.exec(value);
+    if (value) location.hash = `#/join/${found ? found[1] : encodeURIComponent(value)}`;
+  } } }, h("span.muted.small", "Invited?"), code, h("button#party-join-go", { type: "submit" }, "Join party"));
+  const yours = h("p#party-yours");
+  api("GET", "/parties/mine").then((p) => replace(yours, h("a.button.small", { href: `#/party/${p.id}` },
+    `Back to your party (${p.members.length} of ${p.seats})`))).catch(() => null);
+  box.append(form, join, yours);
   return box;
 }
 
@@ -98,14 +119,25 @@ export function renderQueue(root, id, { stillHere }) {
         ticket = await api("GET", `/matchmaking/tickets/${id}?wait=${wait}`);
       } catch (exc) {
         if (stopped) return;
+        if (exc.status === 404 || exc.status === 410) {
+          // 410 ticket_lost: the server lost the queue (restarted): the player is not queued any more
+          localStorage.removeItem(TICKET_KEY);
+          cancel.remove();
+          const again = h("a#qp-again.button.primary", { href: "#/" }, "Queue again");
+          replace(status, exc.status === 410 ? "The server lost your place in the queue (it restarted). Queue again."
+            : errorText(exc), " ", again);
+          return;
+        }
         replace(status, errorText(exc));
-        if (exc.status === 404) return;
-        await new Promise((r) => setTimeout(r, 2000));  // the network or the node: try again shortly
+        // 503 storage_unavailable (the queue's store is away) or the network: try again after Retry-After
+        await new Promise((r) => setTimeout(r, 2000));
         continue;
       }
       if (stopped || !stillHere()) return;
       createdAt = Date.now() / 1000 - ticket.waited_seconds;
-      title.textContent = `Quick play: ${words(ticket.game)}, ${ticket.seats} seats`;
+      await games().catch(() => null);  // the titles (gameTitle falls back to the id)
+      if (stopped || !stillHere()) return;
+      title.textContent = `Quick play: ${gameTitle(ticket.game)}, ${ticket.seats} seats`;
       if (ticket.status === "matched" && ticket.match_id) {
         localStorage.removeItem(TICKET_KEY);
         location.hash = `#/match/${ticket.match_id}`;

@@ -13,7 +13,7 @@ from typing import Any
 from app.games.base import CardTokens, IllegalAction, Rng
 from app.games.conquest import GAME
 from app.games.conquest.setup import stacked_position
-from app.games.conquest.state import Battle, State, Table
+from app.games.conquest.state import Battle, State
 
 SEED = b"conquest-position"
 
@@ -80,7 +80,7 @@ def decide(folds: dict[int, list[int]]) -> dict[int, dict]:
 def snapshot(value: Any) -> Any:
     """A deep, comparable picture of a state (slots objects, containers, the rng's position; not the
     view memo)."""
-    if isinstance(value, (State, Battle, Table)):
+    if isinstance(value, (State, Battle)):
         # ``view_memo`` is a cache of built views, not part of the match
         return (type(value).__name__, tuple((name, snapshot(getattr(value, name))) for name in type(value).__slots__
                                             if name != "view_memo"))

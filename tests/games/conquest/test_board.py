@@ -4,7 +4,7 @@ from __future__ import annotations
 from app.games.base import SPECTATOR
 from app.games.conquest import GAME
 from app.games.conquest.board import AXIAL_DIRECTIONS
-from app.games.conquest.state import NEUTRAL
+from app.games.conquest.state import DECK, FLOP, NEUTRAL
 
 from .support import finish_phase, orders, position
 
@@ -71,10 +71,10 @@ def test_1_2_starting_lands_have_two_neighbours_and_are_apart():
 
 def test_1_3_every_table_has_its_own_deck_and_face_down_flop():
     state = GAME.setup(4, None, b"tables")
-    flops = [table.flop for table in state.tables]
+    flops = [table[FLOP] for table in state.tables]
     assert all(len(set(f)) == 3 for f in flops)
     for table in state.tables:  # each table holds a whole 52-card deck of its own
-        assert sorted(table.flop + table.deck) == list(range(52))
+        assert sorted(table[FLOP] + table[DECK]) == list(range(52))
     # 23 tables x 3 cards > 52: cards repeat across tables, which only own decks allow
     assert len({c for f in flops for c in f}) < 69
     for viewer in (0, 1, SPECTATOR):
@@ -88,16 +88,16 @@ def test_1_3_fresh_flop_after_a_battle():
     target = board.neighbours[start][0]
     state = position(owner={start: 0, board.starts[1]: 1})
     untouched = [land for land in range(board.size) if land != target]
-    before = {land: state.tables[land].flop for land in range(board.size)}
+    before = {land: state.tables[land][FLOP] for land in range(board.size)}
     state, _ = finish_phase(state, orders({0: [target], 1: []}))
     state, _ = finish_phase(state)  # turn decision: stay
     state, _ = finish_phase(state)  # river decision: stay -> final
     battle = state.battles[target]
     assert battle.stage == "done"
-    assert state.tables[target] is not None and state.tables[target].flop != before[target]
+    assert state.tables[target] is not None and state.tables[target][FLOP] != before[target]
     assert tuple(d[0] for d in battle.flop) == before[target]  # the battle was fought on the old flop
     for land in untouched:
-        assert state.tables[land].flop == before[land]
+        assert state.tables[land][FLOP] == before[land]
     assert GAME.view(state, SPECTATOR)["lands"][target]["flop"] == [{"hidden": True}] * 3
 
 

@@ -6,9 +6,10 @@ It guards the engine's optimisations: a faster ``apply`` or ``view`` must not ch
 client, a replay or a log could observe. Each step's JSON is hashed with sha256 and the golden file
 (``golden/trace.json``) stores the digests per match, so a failure names the first step that
 differs (the first 16 hex digits of each digest are kept: a small file, and a chance of 2**-64
-that a changed step goes unnoticed). Regenerate it only for an intended behaviour change:
+that a changed step goes unnoticed). Regenerate it only for an intended behaviour change, with
+every game's playthrough (``tests/playthroughs/``; a rules change also raises the rules version):
 
-    python -m tests.games.conquest.test_golden_trace --write
+    python -m tests.playthroughs.record
 """
 from __future__ import annotations
 
@@ -135,11 +136,16 @@ def test_golden_trace_is_unchanged():
         assert steps == len(expected), f"{name}: the match ends after {steps} steps, not {len(expected)}"
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--write"]:
-        raise SystemExit("usage: python -m tests.games.conquest.test_golden_trace --write")
+def write() -> None:
+    """Record the golden file again (also done by ``python -m tests.playthroughs.record``)."""
     GOLDEN.parent.mkdir(exist_ok=True)
     data = digests()
     GOLDEN.write_text("{\n" + ",\n".join(f"  {json.dumps(name)}: {json.dumps(values)}"
                                           for name, values in data.items()) + "\n}\n")
     print(f"wrote {GOLDEN}: {sum(map(len, data.values()))} steps in {len(data)} matches")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        raise SystemExit("usage: python -m tests.games.conquest.test_golden_trace --write")
+    write()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from app.games.base import SPECTATOR
 from app.games.conquest import GAME
-from app.games.conquest.state import ASSIGN, DEFENCE, NEUTRAL, ORDERS, OVER, TURN
+from app.games.conquest.state import ASSIGN, DEFENCE, FLOP, NEUTRAL, ORDERS, OVER, TURN
 
 from .support import (
     adjacent_pair,
@@ -243,7 +243,7 @@ def test_2_3_pool_deck_leaves_out_the_flops_of_own_tables():
         s, _ = finish_phase(s, orders({0: target[:3], 1: []}))
         for land in target[:3]:
             battle = s.battles[land]
-            flop = set(s.tables[land].flop) if battle.stage == "assign" else {d[0] for d in battle.flop}
+            flop = set(s.tables[land][FLOP]) if battle.stage == "assign" else {d[0] for d in battle.flop}
             pool = s.pools.get(0) or s.battles[land].hands[0]
             assert not flop & {d[0] for d in pool}
 

@@ -243,3 +243,85 @@ def test_5_no_hidden_card_reaches_a_viewer_with_every_special_in_play(seats, n):
                  options={"loadouts": loadouts, "max_rounds": 10, "starting_mana": 60})
     assert GAME.outcome(final) is not None
     assert len(used) >= 12, used  # the bots did play (nearly) every special
+
+
+# ---- traces (protocol.md: nothing you receive counts the actions you could not see) -----------------
+
+def _document(state, viewer):
+    prompts = [[p.seat, p.kind, p.phase_id, p.simultaneous, p.submitted] for p in GAME.prompts(state)]
+    return {"status": GAME.outcome(state) is None, "prompts": prompts, "view": GAME.view(state, viewer)}
+
+
+def _special_uses(state, seat):
+    """Every special action ``seat`` may send now: activations, a scout of each land, a shield of 1 on
+    each of its lands, double_income on each, the joker on each card of each live hand."""
+    from app.games.conquest.specials import SPECIALS
+
+    candidates = [{"type": "special", "special": special} for special in SPECIALS]
+    for land in range(state.board.size):
+        candidates += [{"type": "special", "special": "scout", "land": land},
+                       {"type": "special", "special": "shield", "land": land, "mana": 1},
+                       {"type": "special", "special": "double_income", "land": land}]
+    for land, battle in state.battles.items():
+        for _card, token in battle.hands.get(seat, ()):
+            candidates.append({"type": "special", "special": "joker", "land": land, "card": token})
+    return [action for action in candidates if GAME.can_act(state, seat, action)]
+
+
+#: what another viewer's document may show of a special used by seat S (paths of the patch)
+_PUBLIC_PARTS = re.compile(r"^/view/seats/(?P<seat>\d+)/(mana|specials(/\d+|/-)?|double_income_land)$"
+                           r"|^/view/lands/(?P<land>\d+)/shield$|^/view/you/scout_costs/(?P<priced>\d+)$")
+
+
+@pytest.mark.parametrize("seats", [2, 3])
+def test_4_a_special_shows_others_only_its_public_part(seats):
+    """Every special, used by any living seat with or without a prompt, at many moments of random
+    matches: the other seats and the spectators get only the public part — the seat's mana and its
+    list of active specials, a shield's table, the double_income land — and an event of fixed keys
+    (``special_used``), never the scouted land, a flop, a hand or the joker's card; a use that costs
+    nothing and activates nothing (a scout for free, a joker set) reaches them not at all."""
+    from app.delta import diff
+    from app.games.conquest.specials import SPECIALS
+
+    options = {"loadouts": [list(SPECIALS)] * seats, "special_costs": {"scout": 0, "hound": 0}}
+    state = GAME.setup(seats, options, b"special-traces-%d" % seats)
+    bots = [RandomBot(seat) for seat in range(seats)]
+    checked = silent = 0
+    kinds = set()
+    for step in range(240):
+        if GAME.outcome(state) is not None:
+            break
+        if step % 4 == 0:
+            for seat in range(seats):
+                for action in _special_uses(state, seat):
+                    after, events = GAME.apply(state, seat, action)
+                    kinds.add((action["special"], state.phase, "land" in action))  # what was covered
+                    for viewer in [*range(seats), SPECTATOR]:
+                        if viewer == seat:
+                            continue
+                        patch = diff(_document(state, viewer), _document(after, viewer))
+                        for op in patch:
+                            match = _PUBLIC_PARTS.match(op["path"])
+                            assert match and int(match["seat"] or seat) == seat, (action, viewer, op)
+                            shielded = match["land"] or match["priced"]  # a public shield's price
+                            assert shielded is None or (action["special"] == "shield"
+                                                        and int(shielded) == action["land"]), (action, op)
+                        seen = [e for e in events if e.visible_to(viewer)]
+                        assert [e.type for e in seen] in ([], ["special_used"]), (action, viewer, seen)
+                        for event in seen:
+                            keys = {"seat", "special", "cost", "mana"} | (
+                                {"land", "shield"} if action["special"] == "shield" else
+                                {"land"} if action["special"] == "double_income" else set())
+                            assert set(event.data) == keys, (action, event.data)
+                        if not patch:
+                            assert seen == [], (action, viewer, seen)
+                            silent += 1
+                        checked += 1
+        prompt = next(p for p in GAME.prompts(state) if not p.submitted)
+        wire = {"seat": prompt.seat, "kind": prompt.kind, "phase_id": prompt.phase_id,
+                "simultaneous": True, "submitted": False}
+        action = bots[prompt.seat].decide(GAME.view(state, prompt.seat), wire) or dict(prompt.default_action)
+        state, _ = GAME.apply(state, prompt.seat, action)
+    assert checked > 1000 and silent > 0, (checked, silent)
+    assert {special for special, _phase, _land in kinds} == set(SPECIALS)  # every special was used
+    assert {phase for _special, phase, _land in kinds} >= {"orders", "assign", "turn"}

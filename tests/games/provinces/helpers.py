@@ -5,6 +5,7 @@ import json
 
 from app.games.base import SPECTATOR
 from app.games.provinces import GAME
+from app.games.provinces.state import TOKEN, VALUE
 from app.games.provinces.testing import build_position, specs, wire_specs  # noqa: F401
 
 
@@ -19,7 +20,7 @@ CLUSTER = [(0, 0), (1, 0), (2, -1), (2, 0), (1, -1)]
 
 
 def tokens(state, province: int) -> list[str]:
-    return [c.token for c in state.garrisons[province]]
+    return [c[TOKEN] for c in state.garrisons[province]]
 
 
 def attack(state, src: int, dst: int, cards: list[str] | None = None, seat: int | None = None):
@@ -81,10 +82,10 @@ def check_no_leak(before, after, events, seats: int) -> None:
                 assert token not in data, (viewer, event.type, token)
         for p, province in enumerate(view["provinces"]):
             true = after.garrisons[p]
-            expected = len(true) if after.owners[p] == viewer else sum(1 for c in true if c.value is not None)
+            expected = len(true) if after.owners[p] == viewer else sum(1 for c in true if c[VALUE] is not None)
             assert province["size"] == expected == len(province["garrison"])
         shown = {s["seat"]: s["cards"] for s in view["seats"]}
         for seat in range(seats):
             cards = [c for p, g in enumerate(after.garrisons) if after.owners[p] == seat for c in g]
-            expected = len(cards) if seat == viewer else sum(1 for c in cards if c.value is not None)
+            expected = len(cards) if seat == viewer else sum(1 for c in cards if c[VALUE] is not None)
             assert shown[seat] == expected

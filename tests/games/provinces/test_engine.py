@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from app.games.base import ADMIN, SPECTATOR, IllegalAction
 from app.games.provinces import GAME, Options
 from app.games.provinces.bots import GreedyBot, RandomBot, simulate
+from app.games.provinces.state import IDENT, TOKEN
 
 from .helpers import CLUSTER, build_position, check_no_leak, tokens
 
@@ -137,10 +138,10 @@ def test_fuzz_random_well_formed_actions():
 
 def check_invariants(state) -> None:
     decks = (state.seats + 1) // 2
-    idents = list(state.shoe) + list(state.discard) + [c.ident for g in state.garrisons for c in g]
+    idents = list(state.shoe) + list(state.discard) + [c[IDENT] for g in state.garrisons for c in g]
     assert sorted(idents) == list(range(decks * 54))  # no card lost or duplicated
     assert all(len(g) <= 7 for g in state.garrisons)
-    board_tokens = [c.token for g in state.garrisons for c in g]
+    board_tokens = [c[TOKEN] for g in state.garrisons for c in g]
     assert len(set(board_tokens)) == len(board_tokens)
 
 

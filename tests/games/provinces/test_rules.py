@@ -8,7 +8,7 @@ import pytest
 from app.games.base import ADMIN, SPECTATOR, IllegalAction
 from app.games.provinces import GAME, Options
 from app.games.provinces.board import HEX_DIRECTIONS
-from app.games.provinces.state import DECK_SIZE, new_card
+from app.games.provinces.state import DECK_SIZE, IDENT, RANK, TOKEN, VALUE, card_wire, new_card
 
 from .helpers import (
     CLUSTER,
@@ -38,7 +38,7 @@ def board_cards(state) -> list:
 def test_1_1_shoe_has_ceil_half_decks(seats):
     state = GAME.setup(seats, None, b"shoe-%d" % seats)
     decks = (seats + 1) // 2
-    idents = list(state.shoe) + [c.ident for c in board_cards(state)] + list(state.discard)
+    idents = list(state.shoe) + [c[IDENT] for c in board_cards(state)] + list(state.discard)
     assert sorted(idents) == list(range(decks * DECK_SIZE))
 
 
@@ -53,18 +53,18 @@ def test_1_1_destroyed_cards_go_back_at_face_value_joker_as_joker():
     # A joker that won (now showing 7 at value 4) is destroyed: it goes to the discard as a joker,
     # and when dealt again it is a joker at no value with a fresh token.
     state = build_position(cells=row(3), owners=[0, 1, 2], garrisons=[["A"], ["joker=7:4"], ["2"]], shoe=[])
-    old_token = state.garrisons[1][0].token
+    old_token = state.garrisons[1][0][TOKEN]
     after, _ = attack(state, 0, 1)
     assert len(after.discard) == 1 and after.discard[0] % DECK_SIZE >= 52
     redealt, _ = end_turn(after)  # seat 0 now holds two provinces; the discard is dealt back
-    dealt = [c for c in board_cards(redealt) if c.rank == "joker"]
-    assert len(dealt) == 1 and dealt[0].value is None and dealt[0].token != old_token
+    dealt = [c for c in board_cards(redealt) if c[RANK] == "joker"]
+    assert len(dealt) == 1 and dealt[0][VALUE] is None and dealt[0][TOKEN] != old_token
 
 
 def test_1_2_values_jack_11_queen_12_king_13_ace_14():
-    assert [new_card("t", i).value for i in (9 * 4, 10 * 4, 11 * 4, 12 * 4)] == [11, 12, 13, 14]
-    assert [new_card("t", i).value for i in range(0, 36, 4)] == list(range(2, 11))
-    assert new_card("t", 52).value is None and new_card("t", 53).rank == "joker"
+    assert [new_card("t", i)[VALUE] for i in (9 * 4, 10 * 4, 11 * 4, 12 * 4)] == [11, 12, 13, 14]
+    assert [new_card("t", i)[VALUE] for i in range(0, 36, 4)] == list(range(2, 11))
+    assert new_card("t", 52)[VALUE] is None and new_card("t", 53)[RANK] == "joker"
     # The seed's example: a Jack that wins becomes a 10.
     state = build_position(cells=row(2), owners=[0, 1], garrisons=[["J", "2"], ["7", "2"]])
     after, _ = attack(state, 0, 1)
@@ -83,7 +83,7 @@ def test_1_3_map_connected_hex_six_per_player_two_cards_no_joker(seats):
     for seat in range(seats):
         assert len(state.provinces_of(seat)) == 6
     for garrison in state.garrisons:
-        assert len(garrison) == 2 and all(c.value is not None for c in garrison)
+        assert len(garrison) == 2 and all(c[VALUE] is not None for c in garrison)
 
 
 def test_1_3_map_deterministic_from_seed():
@@ -98,7 +98,7 @@ def test_1_3_starting_jokers_are_shuffled_back():
     # Over many seeds at least one shoe had a joker on top at some point; none ever reaches a start.
     for n in range(30):
         state = GAME.setup(6, None, b"jokers-%d" % n)
-        assert not any(c.value is None for c in board_cards(state))
+        assert not any(c[VALUE] is None for c in board_cards(state))
         jokers = sum(1 for i in state.shoe if i % DECK_SIZE >= 52)
         assert jokers == 6  # three decks, every joker still in the shoe
 
@@ -273,7 +273,7 @@ def test_3_2_duel_smaller_destroyed_winner_loses_point_to_bottom():
     first = only(events, "battle")["duels"][0]
     assert first["winner"] == "attacker" and first["card"]["value"] == 8
     assert values(first["attacker_stack"]) == [2, 2, 8] and values(first["defender_stack"]) == [14, 14, 14]
-    assert after.discard[0] == state.garrisons[1][0].ident
+    assert after.discard[0] == state.garrisons[1][0][IDENT]
 
 
 def test_3_3_tie_both_destroyed_by_default():
@@ -300,7 +300,7 @@ def test_3_3_tie_defender_wins_variant_and_joker_pair_always_both_destroyed():
 
 def test_3_4_joker_beats_any_card_turns_into_it_without_losing_a_point():
     state = build_position(cells=row(2), owners=[0, 1], garrisons=[["joker", "2", "2"], ["K:9", "A", "A", "A"]])
-    joker = state.garrisons[0][0].token
+    joker = state.garrisons[0][0][TOKEN]
     after, events = attack(state, 0, 1)
     duel = only(events, "battle")["duels"][0]
     assert duel["attacker"] == {"id": joker, "rank": "joker", "suit": None, "value": None}
@@ -542,8 +542,8 @@ def test_5_mode_changes_only_on_own_turn_and_is_private():
 
 def test_6_1_jokers_hidden_from_others_seen_by_owner():
     state = build_position(cells=row(2), owners=[0, 1], garrisons=[["2", "joker", "3"], ["joker"]])
-    joker0 = state.garrisons[0][1].token
-    joker1 = state.garrisons[1][0].token
+    joker0 = state.garrisons[0][1][TOKEN]
+    joker1 = state.garrisons[1][0][TOKEN]
     own = GAME.view(state, 0)["provinces"]
     assert wire_specs(own[0]["garrison"]) == ["2", "joker", "3"] and own[0]["size"] == 3
     assert own[1]["garrison"] == [] and own[1]["size"] == 0
@@ -564,11 +564,11 @@ def test_6_2_events_never_show_unrevealed_jokers_to_others():
         cells=CLUSTER, owners=[0, 1, 1, 1, 0],
         garrisons=[["A", "joker", "joker", "A", "joker", "A"], ["2", "2", "joker", "K"], ["3"] * 7, ["3"] * 7, ["2"]],
     )
-    jokers = {c.token for g in state.garrisons for c in g if c.value is None}
+    jokers = {c[TOKEN] for g in state.garrisons for c in g if c[VALUE] is None}
     t = tokens(state, 0)
-    after, events = GAME.apply(state, 0, {"type": "sort", "province": 0, "order": [t[1], t[0], t[2], t[3], t[4], t[5]]})
+    after, events = GAME.apply(state, 0, {"type": "sort", "province": 0, "order": [t[3], t[0], t[2], t[1], t[4], t[5]]})
     public = only(events, "sorted", 1)
-    assert len(public["order"]) == 3 and not jokers & set(public["order"])
+    assert public["order"] == [t[3], t[0], t[5]] and not jokers & set(public["order"])
     assert len(only(events, "sorted", 0)["order"]) == 6
     # A move of a lone joker sends nothing to the others.
     t = tokens(state, 0)
@@ -578,9 +578,9 @@ def test_6_2_events_never_show_unrevealed_jokers_to_others():
     # Attack with A, A, joker, A: the defender is routed after 2 duels; the attacker's joker moves
     # in undrawn; the defender's joker and K find no room to retreat and are destroyed undrawn.
     t = tokens(state, 0)
-    defender_joker = state.garrisons[1][2].token
+    defender_joker = state.garrisons[1][2][TOKEN]
     after, events = attack(state, 0, 1, [t[0], t[3], t[5], t[4]])
-    assert after.garrisons[1][0].token == t[4] and len(after.garrisons[1]) == 4
+    assert after.garrisons[1][0][TOKEN] == t[4] and len(after.garrisons[1]) == 4
     assert after.discard[-2] % DECK_SIZE >= 52
     for viewer in (1, SPECTATOR):
         text = json.dumps([e.to_wire() for e in events if e.visible_to(viewer)])
@@ -610,7 +610,9 @@ def test_6_2_moving_or_sorting_hidden_jokers_leaves_no_trace_for_others():
         before = GAME.view(state, viewer)
         assert GAME.view(moved, viewer) == before and GAME.view(resorted, viewer) == before
         assert not [e for e in events if e.visible_to(viewer)]
-        assert [e.data for e in events2 if e.visible_to(viewer)] == [{"seat": 0, "province": 4, "order": [t4[2]]}]
+        assert not [e for e in events2 if e.visible_to(viewer)]  # 6.4: the visible order did not change
+    own_events = [e.data for e in events2 if e.visible_to(0)]
+    assert own_events == [{"seat": 0, "province": 4, "order": [t4[3], t4[1], t4[2], t4[0]]}]
     own = GAME.view(moved, 0)
     assert own["provinces"][4]["received"] is True and own["actions_this_turn"] == 1
     assert GAME.view(moved, 1)["provinces"][4]["received"] is None
@@ -628,7 +630,7 @@ def test_6_2_reinforcement_to_others_lists_only_non_jokers():
     state = build_position(cells=row(3), owners=[0, 0, 1], garrisons=[["2"] * 7, ["2"] * 6, ["3"]], shoe=["5", "joker"])
     after, events = end_turn(state)
     assert only(events, "reinforced", 1) == {
-        "seat": 0, "cards": [{"province": 1, "card": after.garrisons[1][-1].wire()}], "discarded": 0,
+        "seat": 0, "cards": [{"province": 1, "card": card_wire(after.garrisons[1][-1])}], "discarded": 0,
     }
 
 
@@ -645,10 +647,31 @@ def test_6_3_tokens_opaque_same_shape_and_fresh_on_every_deal():
     state = build_position(cells=row(2), owners=[0, 1], garrisons=[["A"], ["2"]], shoe=["joker", "5", "7"])
     after, _ = end_turn(state)
     after, _ = end_turn(after)
-    all_tokens = [c.token for g in after.garrisons for c in g]
+    all_tokens = [c[TOKEN] for g in after.garrisons for c in g]
     assert len(set(all_tokens)) == len(all_tokens)
     assert {len(t) for t in all_tokens} == {12}
     assert all(set(t) <= set("abcdefghijklmnopqrstuvwxyz234567") for t in all_tokens)
     setup = GAME.setup(6, None, b"tokens")
-    many = [c.token for g in setup.garrisons for c in g]
+    many = [c[TOKEN] for g in setup.garrisons for c in g]
     assert len(set(many)) == len(many) == 72
+
+
+def test_6_4_a_sort_that_keeps_the_visible_order_is_private_whatever_jokers_it_moved():
+    """provinces.md 6.4 (the issue's case): seat 1 sorts ``[5, joker, 6]`` to ``[joker, 5, 6]``; the
+    others see ``[5, 6]`` before and after, so they get nothing, and two different such sorts (or
+    none) look the same to them; a sort that changes the visible order shows them only that order."""
+    state = build_position(cells=row(3), owners=[0, 1, 1], garrisons=[["2"], ["5", "joker", "6"], ["3"]], current=1)
+    five, joker, six = tokens(state, 1)
+    for order in ([joker, five, six], [five, six, joker], [five, joker, six]):
+        after, events = GAME.apply(state, 1, {"type": "sort", "province": 1, "order": order})
+        for viewer in (0, SPECTATOR):
+            assert [e for e in events if e.visible_to(viewer)] == [], (order, viewer)
+            assert GAME.view(after, viewer) == GAME.view(state, viewer)
+        assert [e.data for e in events if e.visible_to(1)] == [{"seat": 1, "province": 1, "order": order}]
+    after, events = GAME.apply(state, 1, {"type": "sort", "province": 1, "order": [six, joker, five]})
+    for viewer in (0, SPECTATOR):
+        assert [e.data for e in events if e.visible_to(viewer)] == [{"seat": 1, "province": 1, "order": [six, five]}]
+    # without a joker too: a sort to the same order tells the others nothing
+    plain = build_position(cells=row(2), owners=[0, 1], garrisons=[["2"], ["5", "6"]], current=1)
+    _, events = GAME.apply(plain, 1, {"type": "sort", "province": 1, "order": tokens(plain, 1)})
+    assert [e.audience for e in events] == [frozenset({1})]

@@ -5,7 +5,7 @@ from app.games.base import SPECTATOR
 from app.games.warrior import GAME, rules
 from app.games.warrior.cards import ATTACK
 from app.games.warrior.positions import position, tokens_of
-from app.games.warrior.state import KEEP, OVER, TARGET
+from app.games.warrior.state import KEEP, OVER, TARGET, replaced
 
 from .helpers import act, defaults, illegal
 
@@ -48,7 +48,7 @@ def test_3_1_short_pile_takes_the_discards_then_deals_what_remains_round_robin()
     s, _ = position(seats=3, nations={0: {"elves": "I"}, 1: {"trolls": "I"}, 2: {"dwarves": "I"}})
     s = s.clone()
     # leave 3 cards in the pile and 2 in the discards; the rest leaves play (victory piles)
-    s.victory[0] += s.pile[5:]
+    s.victory = replaced(s.victory, 0, s.victory[0] + s.pile[5:])
     s.discards = s.pile[3:5]
     s.pile = s.pile[:3]
     s.round = 2
@@ -158,7 +158,7 @@ def test_3_4_wizards_and_siege_engines_discarded_at_end_of_rounds_1_and_2_only()
     s, _ = position(nations={0: {"elves": "II"}, 1: {"dwarves": "II"}}, wizards={0: ["elves"]}, engines={1: 1},
                     attacks=[(0, 1, "elves")])
     s, events = _run_defaults(s, until=lambda s: s.phase == KEEP)
-    assert s.round == 2 and s.wizards == [(), ()] and s.engines == [(), ()]
+    assert s.round == 2 and s.wizards == ((), ()) and s.engines == ((), ())
     assert "round_ended" in [e.type for e in events]
     # round 3: what is in play at the end stays (scored position)
     s, _ = position(nations={0: {"elves": "II"}, 1: {"dwarves": "II"}}, wizards={0: ["elves"]}, engines={1: 1},
