@@ -244,10 +244,13 @@ SKIP_AFTER_FAILURE_SECONDS = 2.0
 
 
 class RateLimiter:
-    """Sliding-window counters of the ``limits`` library. In production mode (``redis_url`` set) the
-    counters live in Redis under ``{redis_prefix}limits:`` so every node shares them; otherwise in
-    memory. A storage failure lets the request through (fail open) and is logged once a minute;
-    for :data:`SKIP_AFTER_FAILURE_SECONDS` after it requests pass without waiting on the storage."""
+    """Rate limits of the ``limits`` library. In production mode (``redis_url`` set) the counters live
+    in Redis under ``{redis_prefix}limits:`` so every node shares them; otherwise in memory. Request
+    limits use sliding-window counters (two numbers per key; near a window's edge they may let a few
+    more through); credential budgets (``exact=True``: sign-ins, claims, password changes, failed party joins) use a
+    moving window, one timestamp per counted attempt, so "6 per minute" means at most 6 in any 60 s.
+    A storage failure lets the request through (fail open) and is logged once a minute; for
+    :data:`SKIP_AFTER_FAILURE_SECONDS` after it requests pass without waiting on the storage."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -257,17 +260,17 @@ class RateLimiter:
         self.claims = _parse(settings.rate_limit_claim)
         self.password_changes = _parse(settings.rate_limit_password_change)
         self.exempt = frozenset(a.strip() for a in settings.rate_limit_exempt.split(",") if a.strip())
-        self._strategy: Any = None
+        self._strategies: tuple[Any, Any] | None = None
         self._warned_at = 0.0
         #: ``time.monotonic()`` until which the limits are not checked (fail open without waiting)
         self._skip_until = 0.0
 
-    @property
-    def strategy(self) -> Any:
-        # made at first use, inside the server's event loop (the Redis client binds to it)
-        if self._strategy is None:
+    def _made(self) -> tuple[Any, Any]:
+        """(sliding-window counter, moving window) strategies over one storage, made at first use
+        inside the server's event loop (the Redis client binds to it)."""
+        if self._strategies is None:
             from limits.aio.storage import MemoryStorage, RedisStorage
-            from limits.aio.strategies import SlidingWindowCounterRateLimiter
+            from limits.aio.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
 
             url = self.settings.redis_url
             if url:
@@ -284,27 +287,28 @@ class RateLimiter:
                                                         supported_errors=(RedisConnectionError,)))
             else:
                 storage = MemoryStorage()
-            self._strategy = SlidingWindowCounterRateLimiter(storage)
-        return self._strategy
+            self._strategies = (SlidingWindowCounterRateLimiter(storage), MovingWindowRateLimiter(storage))
+        return self._strategies
 
-    async def hit(self, items: list[Any], *key: str) -> int | None:
-        """Count one request against every item; the seconds to wait when one is exhausted, else None."""
-        return await self._check(items, key, count=True)
+    async def hit(self, items: list[Any], *key: str, exact: bool = False) -> int | None:
+        """Count one request against every item; the seconds to wait when one is exhausted, else None.
+        ``exact``: a moving window (credential budgets) instead of a sliding-window counter."""
+        return await self._check(items, key, count=True, exact=exact)
 
-    async def test(self, items: list[Any], *key: str) -> int | None:
+    async def test(self, items: list[Any], *key: str, exact: bool = False) -> int | None:
         """Like :meth:`hit` without counting anything: the seconds to wait when one more request would
         exceed an item, else None (for budgets only some outcomes spend, such as failed sign-ins)."""
-        return await self._check(items, key, count=False)
+        return await self._check(items, key, count=False, exact=exact)
 
-    async def _check(self, items: list[Any], key: tuple[str, ...], *, count: bool) -> int | None:
+    async def _check(self, items: list[Any], key: tuple[str, ...], *, count: bool, exact: bool) -> int | None:
         if time.monotonic() < self._skip_until:  # the storage failed a moment ago: fail open at once
             return None
         try:
+            strategy = self._made()[1 if exact else 0]
             for item in items:
-                allowed = (await self.strategy.hit(item, *key) if count
-                           else await self.strategy.test(item, *key))
+                allowed = (await strategy.hit(item, *key) if count else await strategy.test(item, *key))
                 if not allowed:
-                    stats = await self.strategy.get_window_stats(item, *key)
+                    stats = await strategy.get_window_stats(item, *key)
                     return max(1, math.ceil(stats.reset_time - time.time()))
         except Exception as exc:  # the storage (Redis) failed: let the request through
             now = time.monotonic()

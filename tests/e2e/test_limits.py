@@ -393,3 +393,32 @@ async def test_rate_limits_let_requests_through_when_redis_is_unreachable(caplog
     assert await limiter.hit(limiter.per_ip, "ip", "10.9.8.7") is None      # would be refused if counted
     assert time.monotonic() - started < scaled(10)
     assert "rate limits not checked" in caplog.text
+
+
+async def test_credential_budgets_are_exact_across_a_window_edge(monkeypatch):
+    """A credential budget (``exact=True``, a moving window) of 6 per minute refuses the 7th failure
+    whenever 6 fell within the last 60 s, also when they straddle the counters' window edge; the
+    request limits' sliding-window counter (the default) weighs the previous window's 3 by the share
+    of it still in view and lets the 7th through there. Memory storage, a controlled clock."""
+    from app.api.limits import RateLimiter, _parse
+    from app.config import Settings
+
+    now = [60.0 * 1_000_000 + 50.0]  # 10 s before a minute's edge
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    limiter = RateLimiter(Settings())
+    budget = _parse("6/minute")
+    for exact in (True, False):
+        now[0] = 60.0 * 1_000_000 + 50.0 + (0 if exact else 600)
+        key = ("sign-in-user-ip", f"edge-{exact}", "addr")
+        for _ in range(3):
+            assert await limiter.hit(budget, *key, exact=exact) is None
+        now[0] += 15.0  # 5 s past the edge: all 6 within 15 s
+        for _ in range(3):
+            assert await limiter.hit(budget, *key, exact=exact) is None
+        retry = await limiter.test(budget, *key, exact=exact)
+        if exact:
+            assert retry == 45  # the oldest of the six leaves the window in 45 s
+            now[0] += 46.0
+            assert await limiter.test(budget, *key, exact=True) is None  # the oldest has left
+        else:
+            assert retry is None  # the approximation the credential budgets do not use

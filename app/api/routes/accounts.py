@@ -98,7 +98,7 @@ async def _spend(request: Request, items: list[Any], what: str, *counters: tuple
     ``Retry-After``) when one is spent."""
     limiter: api_limits.RateLimiter = request.app.state.rate_limiter
     for counter in counters:
-        retry = await limiter.hit(items, *counter)
+        retry = await limiter.hit(items, *counter, exact=True)
         if retry is not None:
             raise api_limits.LimitExceeded(429, "rate_limited", f"too many {what}: retry in {retry} s", retry)
 
@@ -159,11 +159,11 @@ async def _sign_in_limits(request: Request, budgets: list[tuple[list[Any], tuple
     ip = _address(request)
     retry = None
     if per_ip and api_limits.client_address(request.scope) not in limiter.exempt:
-        retry = await limiter.hit(per_ip, "sign-in-ip", ip)
+        retry = await limiter.hit(per_ip, "sign-in-ip", ip, exact=True)
     for limits, counter in budgets:
         if retry is not None:
             break
-        retry = await limiter.test(limits, *counter)
+        retry = await limiter.test(limits, *counter, exact=True)
     if retry is not None:
         raise api_limits.LimitExceeded(429, "rate_limited", f"too many sign-in attempts: retry in {retry} s", retry)
 
@@ -172,7 +172,7 @@ async def _sign_in_failed(request: Request, budgets: list[tuple[list[Any], tuple
     """A failed sign-in spends one from each of the username's failure ``budgets``."""
     limiter: api_limits.RateLimiter = request.app.state.rate_limiter
     for limits, counter in budgets:
-        await limiter.hit(limits, *counter)
+        await limiter.hit(limits, *counter, exact=True)
 
 
 @router.get("/me", response_model=AccountPublic, responses=responses(401))

@@ -185,14 +185,14 @@ async def join_party(body: PartyJoin, request: Request, player: PlayerDep, repo:
     ``rate_limited`` after ``RATE_LIMIT_PARTY_JOINS`` failed joins (only failures count)."""
     _invites, joins = _limits(request)
     limiter = request.app.state.rate_limiter
-    retry = await limiter.test(joins, "party-join", player["id"])
+    retry = await limiter.test(joins, "party-join", player["id"], exact=True)
     if retry is not None:
         raise LimitExceeded(429, "rate_limited", f"too many failed joins: retry in {retry} s", retry)
     try:
         party_id = await parties(service).join_party(body.code, player["id"])
     except PartyRefused as exc:
         if exc.code == "bad_invite":
-            await limiter.hit(joins, "party-join", player["id"])
+            await limiter.hit(joins, "party-join", player["id"], exact=True)
         raise _refused(exc) from None
     return await _party_public(service, repo, await _member_party(service, party_id, player["id"]))
 
