@@ -3,6 +3,7 @@
     . .venv/bin/activate && ../shared/perf/setup.sh && (cd bench/loadgen && npm ci)
     python bench/bench_matrix.py                 # all three games, embedded and production, + FastAPI + Colyseus
     python bench/bench_matrix.py --quick         # the same matrix, tiny (~2 min): a smoke test of the harness
+    python bench/bench_matrix.py --transports lean,asgi   # every cell once per socket transport
 
 One run measures, on the same machine and within minutes of each other:
 
@@ -17,6 +18,10 @@ One run measures, on the same machine and within minutes of each other:
   games' own random bots playing every seat from their sockets' states, so Conquest's simultaneous
   phases and Warrior's decisions inside attacks are played as a client plays them). Phases as in
   ``bench_server.py``: warm-up, closed loop (the maximum), open loop at half of that.
+
+**Transports.** ``--transports`` (default ``auto``, the server's own choice) names socket transports
+(``BANNERFALL_SOCKET_TRANSPORT``: ``lean``, ``asgi``); every game and mode is measured once per
+transport, each with servers started under it, and its rows are named ``… embedded (asgi)``.
 
 **Match slots and spares.** M matches (``--matches``) are made over REST and played; Conquest and
 Warrior matches end (a few hundred actions; ~107), so before the phases a pool of **spare matches**
@@ -236,7 +241,7 @@ def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -
     """One ``bannerfall serve`` for ``mode``; the games measured one after the other on it (each with
     its own matches and load generator, closed before the next game starts)."""
     work = tmp / mode
-    work.mkdir()
+    work.mkdir(parents=True)
     t_begin = time.monotonic()
     prod = Production(args.database_url, args.redis_url) if mode == "production" else None
     server: bs.Server | None = None
@@ -308,7 +313,7 @@ def add_memory(row: dict[str, Any], args: argparse.Namespace, tmp: Path) -> None
     mode's throughput server is stopped. A failure is kept in the row and printed, not raised."""
     game, mode = row["game"], row["mode"]
     work = tmp / "memory"
-    work.mkdir(exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     try:
         mem = bench_memory.run_one(game, mode, bench_memory.options(args, "memory-"), work)
@@ -329,16 +334,27 @@ def measure_modes(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     (:func:`add_memory`; skipped with ``--memory-matches 0``)."""
     games = [g for g in args.games.split(",") if g]
     rows: list[dict[str, Any]] = []
-    for mode in [m for m in args.modes.split(",") if m]:
-        mode_rows = run_mode(mode, games, args, tmp)
-        for row in mode_rows:
-            if "error" in row:
-                continue
-            if args.memory_matches > 0:
-                add_memory(row, args, tmp)
+    for transport in [t for t in args.transports.split(",") if t]:
+        saved = os.environ.get("BANNERFALL_SOCKET_TRANSPORT")
+        if transport != "auto":  # every server this cell starts (throughput and memory) inherits it
+            os.environ["BANNERFALL_SOCKET_TRANSPORT"] = transport
+        try:
+            for mode in [m for m in args.modes.split(",") if m]:
+                mode_rows = run_mode(mode, games, args, tmp / transport)
+                for row in mode_rows:
+                    row["transport"] = transport
+                    if "error" in row:
+                        continue
+                    if args.memory_matches > 0:
+                        add_memory(row, args, tmp / transport)
+                    else:
+                        fill_memory(row, None)
+                rows.extend(mode_rows)
+        finally:
+            if saved is None:
+                os.environ.pop("BANNERFALL_SOCKET_TRANSPORT", None)
             else:
-                fill_memory(row, None)
-        rows.extend(mode_rows)
+                os.environ["BANNERFALL_SOCKET_TRANSPORT"] = saved
     return rows
 
 
@@ -546,7 +562,7 @@ def targets(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
                          "lag": r.get("loop_lag_max_ms"), "socket": r.get("kb_per_idle_socket"),
                          "match": r.get("kb_per_live_match")}[key]
                 ok = None if value is None else value <= (limit or 0)
-            check = {"game": r["game"], "mode": r["mode"], "target": label, "key": key, "value": value,
+            check = {"game": r["game"], "mode": r["mode"] + _transport(r), "target": label, "key": key, "value": value,
                      "limit": limit, "pass": ok}
             if key in ("socket", "match") and value is not None:
                 check["rough"] = (r.get("memory") or {}).get("matches", 0) < MEMORY_MATCHES_DEFINED
@@ -590,6 +606,12 @@ def spectators_table(res: dict[str, Any] | None) -> str:
     return "\n".join(lines) + "\n\n" + bench_spectators.summary_line(res)
 
 
+def _transport(r: dict[str, Any]) -> str:
+    """" (asgi)" for a row measured with a transport asked for by name, "" for the server's default."""
+    t = r.get("transport", "auto")
+    return "" if t == "auto" else f" ({t})"
+
+
 def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     lines = [("| server | actions/s | actions per server CPU-s | × FastAPI | × Colyseus | set-up CPU ms per match "
               "| bytes/socket/action (mean; median state/delta message) "
@@ -608,13 +630,13 @@ def table(refs: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> str:
                      f"{r['loadavg_before'][0]:.1f} |")
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['game']} {r['mode']} | failed: {r['error'][:80]} |" + " |" * 11)
+            lines.append(f"| {r['game']} {r['mode']}{_transport(r)} | failed: {r['error'][:80]} |" + " |" * 11)
             continue
         ratio = {k: fastapi_ratio(r, refs, k) for k in refs}
         if "fastapi" not in ratio and r.get("fastapi_beside"):
             ratio["fastapi"] = fastapi_ratio(r, refs)
         lines.append(
-            f"| Bannerfall {r['game']} {r['mode']} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
+            f"| Bannerfall {r['game']} {r['mode']}{_transport(r)} ({r['sockets']} sockets) | {fmt(r['actions_per_s'])} | "
             f"{fmt(r['actions_per_server_cpu_s'])} | {fmt(ratio.get('fastapi'), '.2f')} | {fmt(ratio.get('colyseus'), '.2f')} | "
             f"{fmt(r.get('setup_cpu_ms_per_match'), '.1f')} | {fmt(r['bytes_per_socket_per_action'])}; {fmt(r.get('median_update_bytes', r.get('median_state_bytes')))} | {fmt(r['p99_ms_half_load'], '.1f')} ({fmt((r.get('server_durable_half_load') or {}).get('p99_ms'), '.1f')}) | "
             f"{fmt(r['loop_lag_max_ms'], '.1f')} | {fmt(r['gc_max_pause_ms'], '.1f')} | {fmt(r['kb_per_idle_socket'], '.1f')} | "
@@ -645,7 +667,7 @@ def slots_table(rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             continue
         idle = r.get("idle_slot_s") or {}
-        lines.append(f"| {r['game']} {r['mode']} | {r['matches']} | {r.get('spares', 0)} / {r.get('spares_taken') or 0} | "
+        lines.append(f"| {r['game']} {r['mode']}{_transport(r)} | {r['matches']} | {r.get('spares', 0)} / {r.get('spares_taken') or 0} | "
                      f"{r.get('matches_completed_measured', 0)} | {fmt(r.get('mean_actions_per_match'))} | "
                      + " / ".join(fmt(idle.get(k), ".1f") for k in ("warmup", "closed", "open")) + " | "
                      + pool_state(r) + " | "
@@ -659,6 +681,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--games", default="provinces,conquest,warrior")
     ap.add_argument("--modes", default="embedded,production")
+    ap.add_argument("--transports", default="auto",
+                    help="socket transports to measure, each with every game and mode (BANNERFALL_SOCKET_TRANSPORT: "
+                         "auto, lean, asgi; e.g. lean,asgi)")
     ap.add_argument("--references", default="fastapi,colyseus", help="reference rooms to run ('' for none)")
     ap.add_argument("--matches", type=int, default=50, help="Bannerfall matches of 4 seats per game and mode")
     ap.add_argument("--spares", default="auto",

@@ -133,6 +133,33 @@ def test_memory_matches_0_skips_the_measurement(monkeypatch: pytest.MonkeyPatch,
     assert "not measured" in matrix.memory_note(args)
 
 
+def test_each_transport_is_measured_with_every_game_and_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """``--transports lean,asgi``: every mode's phases run once per transport, each server started
+    with ``BANNERFALL_SOCKET_TRANSPORT`` set to it (restored afterwards); rows, table and targets say
+    which transport they measured."""
+    import os
+
+    seen: list[tuple[str, str | None]] = []
+
+    def run_mode(mode: str, games: list[str], args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
+        seen.append((mode, os.environ.get("BANNERFALL_SOCKET_TRANSPORT")))
+        return [_row(g, mode) for g in games]
+
+    monkeypatch.setattr(matrix, "run_mode", run_mode)
+    monkeypatch.setenv("BANNERFALL_SOCKET_TRANSPORT", "auto")
+    args = matrix.parse_args(["--games", "provinces", "--modes", "embedded,production", "--memory-matches", "0",
+                              "--transports", "lean,asgi"])
+    rows = matrix.measure_modes(args, tmp_path)
+    assert seen == [("embedded", "lean"), ("production", "lean"), ("embedded", "asgi"), ("production", "asgi")]
+    assert os.environ["BANNERFALL_SOCKET_TRANSPORT"] == "auto"
+    assert [r["transport"] for r in rows] == ["lean", "lean", "asgi", "asgi"]
+    table = matrix.table({}, rows)
+    assert "Bannerfall provinces embedded (asgi) (16 sockets)" in table
+    assert "Bannerfall provinces production (lean) (16 sockets)" in table
+    assert {c["mode"] for c in matrix.targets({}, rows, None)} == {
+        "embedded (lean)", "production (lean)", "embedded (asgi)", "production (asgi)"}
+
+
 def _generator_result(latencies: list[float], lag_max: float) -> dict[str, Any]:
     return {"sent": len(latencies), "acked": len(latencies), "acked_in_window": len(latencies),
             "acks_per_s": 1.0, "sent_per_s": 1.0, "bytes_in_window": 10, "matches_ended": 0,
