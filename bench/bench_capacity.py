@@ -513,6 +513,44 @@ async def register(url: str, count: int, prefix: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- one cell
+def _pymalloc(census: dict[str, Any]) -> dict[str, int]:
+    """The numbers of a census's pymalloc lines (``sys._debugmallocstats``), by their label."""
+    out: dict[str, int] = {}
+    for line in census.get("pymalloc") or ():
+        label, _, value = line.rpartition(" = ")
+        if value.replace(",", "").isdigit():
+            out.setdefault(label, int(value.replace(",", "")))
+    return out
+
+
+def census_growth(before: dict[str, Any], after: dict[str, Any], n: int) -> dict[str, Any]:
+    """What grew between two memory censuses (``bench_server.take_census``) around making and playing
+    ``n`` matches, per match in KB: RSS; glibc malloc's bytes in use (heap and mmapped blocks) and free
+    but kept; the tracked objects by type (count and shallow KB per match, the 25 that grew most);
+    pymalloc's arena lines after; with tracemalloc, the source lines whose allocations grew most."""
+    def per(a: float, b: float) -> float:
+        return round((b - a) / n, 2)
+
+    out: dict[str, Any] = {"rss_kb": per(before["VmRSS"], after["VmRSS"]),
+                           "rss_anon_kb": per(before.get("RssAnon", 0), after.get("RssAnon", 0))}
+    mb, ma = before.get("malloc_kb"), after.get("malloc_kb")
+    if isinstance(mb, dict) and isinstance(ma, dict):
+        out["malloc_in_use_kb"] = per(mb["uordblks"] + mb["hblkhd"], ma["uordblks"] + ma["hblkhd"])
+        out["malloc_free_kept_kb"] = per(mb["fordblks"], ma["fordblks"])
+    old = {k: (c, kb) for k, c, kb in before["types"]}
+    grown = [(k, c - old.get(k, (0, 0))[0], kb - old.get(k, (0, 0))[1]) for k, c, kb in after["types"]]
+    out["types"] = [[k, round(dc / n, 2), round(dkb / n, 2)] for k, dc, dkb in sorted(grown, key=lambda g: -g[2])[:25]]
+    out["gc_tracked_per_match"] = per(before["gc_tracked"], after["gc_tracked"])
+    pb, pa = _pymalloc(before), _pymalloc(after)
+    if pb and pa:  # pymalloc's own figures (none while tracemalloc hooks the allocator)
+        out["pymalloc_in_blocks_kb"] = per(pb["# bytes in allocated blocks"] / 1024, pa["# bytes in allocated blocks"] / 1024)
+        out["pymalloc_arenas_kb"] = per(pb["# arenas allocated current"] * 1024, pa["# arenas allocated current"] * 1024)
+    out["pymalloc_after"] = after.get("pymalloc")
+    if after.get("grown_by_line"):
+        out["lines"] = [[where, round(kb / n, 2), round(count / n, 2)] for where, kb, count in after["grown_by_line"][:30]]
+    return out
+
+
 def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse.Namespace, work: Path,
                  fd_limit: int) -> dict[str, Any]:
     """``n`` live matches of ``game`` on ``server`` at the think pace: one row of the table."""
@@ -538,6 +576,7 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
         _, alone = asyncio.run(make_matches(server.url, LONE_MATCHES, game, options, 1, f"lone{game[0]}",
                                             server.pid, "alone: ", quiet=True))
         rss_before = bs.proc_rss_kb(server.pid)
+        census0 = bs.take_census(server.pid, work / "census.jsonl") if args.census != "off" else None
         print(f"  {game} {mode}: making {n:,} matches (concurrency {args.create_concurrency}) ...", flush=True)
         specs, made = asyncio.run(make_matches(server.url, n, game, options, args.create_concurrency,
                                                f"cap{game[0]}", server.pid))
@@ -577,6 +616,8 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
         warm = bs.run_phase(server, gens, {**cmd, "seconds": args.warmup}) if args.warmup else None
         time.sleep(0.2)
         rss_playing = bs.proc_rss_kb(server.pid)
+        census = (census_growth(census0, bs.take_census(server.pid, work / "census.jsonl"), n)
+                  if census0 is not None else None)
         print(f"  {game} {mode}: warm-up {args.warmup:g} s at {fmt(warm and warm['acks_per_s'], '.0f')} actions/s; "
               f"measuring {args.seconds:g} s ...", flush=True)
         m0 = server.metrics()
@@ -598,7 +639,7 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
             "gc": gc_summary(ph.get("gc")),
             "server_cores": ph["server_cpu_s"] / ph["wall_s_incl_drain"],
             "server_sched_pct": ph.get("server_sched_pct"),
-            "kb_per_live_match": (rss_playing - rss_before) / n,
+            "kb_per_live_match": (rss_playing - rss_before) / n, "census": census,
             "rss_kb": {"before_matches": rss_before, "matches_made": rss_made, "playing": rss_playing,
                        "end": bs.proc_rss_kb(server.pid)},
             "loadgen_loop_lag": ph.get("loadgen_loop_lag"), "generator_core_busy_pct": gen_core,
@@ -640,6 +681,10 @@ def run_mode(mode: str, n: int, args: argparse.Namespace, tmp: Path, fd_limit: i
         exempt = ",".join(["127.0.0.1", "::1"] + [f"127.0.0.{i + 1}" for i in range(1, extra)])
         env = {"BANNERFALL_WS_COMPRESSION": "false", "BENCH_GC_LOG": str(work / "gc.log"),
                "BENCH_LAG_LOG": str(work / "lag.log"), "BANNERFALL_RATE_LIMIT_EXEMPT": exempt}
+        if args.census != "off":  # memory censuses on SIGUSR2 (bench_server.GC_WRAPPER)
+            env["BENCH_CENSUS_PATH"] = str(work / "census.jsonl")
+            if args.census == "tracemalloc":
+                env["BENCH_TRACEMALLOC"] = "1"
         if prod:
             env.update(prod.create())
             db_url = env.pop("BANNERFALL_DATABASE_URL")
@@ -711,6 +756,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="before each measured phase (the room's too), wait up to this long for the machine to be "
                          "under 25%% busy (other people's jobs share it)")
     ap.add_argument("--quick", action="store_true", help="smoke test: N=50, 10 s warm-up and 10 s measured")
+    ap.add_argument("--census", choices=("off", "objects", "tracemalloc"), default="off",
+                    help="a memory census of the server before making the matches and while they play (kept "
+                         "under 'census' in the JSON, per match): 'objects' (malloc, pymalloc, objects by type), "
+                         "'tracemalloc' (also allocations by source line; slows the server, so no latency figure counts)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the work directory (server logs, GC and lag logs)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--md-out", type=Path, default=None)

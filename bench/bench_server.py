@@ -39,6 +39,7 @@ import re
 import resource
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -488,6 +489,68 @@ def cb(phase, info):
         out.write('%.3f %d %.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms,
                                                   info['collected']))
 gc.callbacks.append(cb)
+census_path = os.environ.get('BENCH_CENSUS_PATH')
+if census_path:
+    # SIGUSR2: one JSON line in $BENCH_CENSUS_PATH of where the memory is (RSS; glibc malloc's in-use
+    # and free-but-kept KB; pymalloc's arenas; the tracked objects by type with their shallow sizes;
+    # with BENCH_TRACEMALLOC=1, Python allocations by source line grown since the census before)
+    import signal, json, ctypes, collections, tempfile
+    if os.environ.get('BENCH_TRACEMALLOC') == '1':
+        import tracemalloc
+        tracemalloc.start(1)
+    last_snapshot = []
+    def census(signum, frame):
+        rec = {'t': time.time()}
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith(('VmRSS', 'RssAnon', 'RssFile')):
+                    k, v = line.split(':')
+                    rec[k] = int(v.split()[0])
+        try:
+            class MallInfo2(ctypes.Structure):
+                _fields_ = [(n, ctypes.c_size_t) for n in ('arena', 'ordblks', 'smblks', 'hblks', 'hblkhd',
+                                                          'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]
+            libc = ctypes.CDLL('libc.so.6')
+            libc.mallinfo2.restype = MallInfo2
+            mi = libc.mallinfo2()
+            rec['malloc_kb'] = {n: getattr(mi, n) // 1024 for n, _ in MallInfo2._fields_}
+        except Exception as exc:
+            rec['malloc_kb'] = repr(exc)
+        fd, name = tempfile.mkstemp()
+        saved = os.dup(2)
+        os.dup2(fd, 2)
+        try:
+            sys._debugmallocstats()
+            ctypes.CDLL(None).fflush(None)  # C's stderr may be buffered here
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(fd)
+        with open(name) as f:
+            text = f.read()
+        os.unlink(name)
+        rec['pymalloc'] = [' '.join(l.split()) for l in text.splitlines()
+                           if ' = ' in l and ('arena' in l or l.startswith(('Total', '# bytes')))]
+        objs = gc.get_objects()
+        counts, sizes = collections.Counter(), collections.Counter()
+        for o in objs:
+            k = type(o).__module__ + '.' + type(o).__qualname__
+            counts[k] += 1
+            sizes[k] += sys.getsizeof(o)
+        del objs
+        rec['gc_tracked'] = sum(counts.values())
+        rec['types'] = [[k, counts[k], sizes[k] // 1024] for k, _ in sizes.most_common(40)]
+        if os.environ.get('BENCH_TRACEMALLOC') == '1':
+            snap = tracemalloc.take_snapshot().filter_traces((
+                tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, '<frozen importlib._bootstrap>')))
+            rec['traced_kb'] = tracemalloc.get_traced_memory()[0] // 1024
+            if last_snapshot:
+                rec['grown_by_line'] = [[str(d.traceback), d.size_diff // 1024, d.count_diff]
+                                        for d in snap.compare_to(last_snapshot[0], 'lineno')[:40]]
+            last_snapshot[:] = [snap]
+        with open(census_path, 'a') as f:
+            f.write(json.dumps(rec) + '\\n')
+    signal.signal(signal.SIGUSR2, census)
 lag_path = os.environ.get('BENCH_LAG_LOG')
 if lag_path:
     import asyncio, uvicorn
@@ -536,6 +599,20 @@ sys.argv = ['bannerfall', 'serve']
 from app.cli import main
 main()
 """
+
+
+def take_census(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
+    """Ask the server at ``pid`` (started with ``BENCH_CENSUS_PATH=path``) for a memory census
+    (GC_WRAPPER, SIGUSR2) and return it: the line it appends to ``path``."""
+    before = path.read_text().count("\n") if path.exists() else 0
+    os.kill(pid, signal.SIGUSR2)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) > before and lines[-1].endswith("}"):
+            return json.loads(lines[-1])
+        time.sleep(0.2)
+    raise TimeoutError(f"no census from {pid} within {timeout:.0f} s")
 
 
 def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
