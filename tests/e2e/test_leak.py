@@ -22,6 +22,9 @@ from app.testing import leak
 from tests.conftest import ROOT, ServerProcess
 from tests.games.game_entry_points import installed_game
 
+#: long random runs whose every line is reached by targeted tests too; measured, they doubled their
+#: own time for lines that prove nothing by being executed (docs/decisions.md, "Coverage floor")
+pytestmark = pytest.mark.no_cover
 MATCHES_PER_GAME = int(os.environ.get("BANNERFALL_LEAK_MATCHES", "200"))
 CONCURRENCY = 12
 #: every registered game, by its own id, with its declared test options; plus Conquest with specials
