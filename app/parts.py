@@ -33,8 +33,8 @@ from typing import Any, Union
 
 import orjson
 
-__all__ = ["LIST", "Document", "Part", "ViewParts", "assemble", "diff", "document", "encode_part", "encode_view",
-           "joined", "to_json", "view_json"]
+__all__ = ["LIST", "Document", "Part", "ViewParts", "assemble", "diff", "document", "dumps", "encode_part",
+           "encode_view", "joined", "to_json", "view_json"]
 
 #: the encoding of one value, or the encodings of the items of a list value
 Part = Union[bytes, tuple[bytes, ...]]
@@ -52,7 +52,19 @@ PROMPTS = "\x1eprompts"
 _ITEM = "\x1f"
 
 _Fragment = orjson.Fragment
-_dumps = orjson.dumps
+_orjson_dumps = orjson.dumps
+
+
+def dumps(value: Any) -> bytes:
+    """``orjson.dumps(value)`` in a ``bytes`` of its own length, for encodings a match keeps (parts,
+    prompts, constants). orjson's own result keeps the whole buffer it wrote into, about 4 KB however
+    short the text; a live match keeps hundreds of parts, which made ~430 KB of RSS per live
+    Provinces match (``docs/benchmarks/capacity.md``, "Where a live match's memory went"). The copy
+    costs ~0.3 µs. Raises ``orjson.JSONEncodeError`` (a ``TypeError``) for what orjson cannot encode."""
+    return _orjson_dumps(value).decode().encode()
+
+
+_dumps = dumps
 #: list member key -> the keys of its items, grown on demand (a few members per game)
 _item_keys: dict[str, list[str]] = {}
 

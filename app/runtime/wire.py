@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from app.games.base import ADMIN, Outcome, Prompt
+from app.parts import dumps as parts_dumps
 
 if TYPE_CHECKING:
     pass
@@ -102,18 +103,18 @@ def public_prompts(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) ->
 
 def prompts_part(prompts: Iterable[Prompt], deadlines: Mapping[int, float]) -> tuple[bytes, ...]:
     """:func:`public_prompts`, each ``PromptInfo`` encoded (the prompts of an ``app.parts.Document``)."""
-    dumps = orjson.dumps
+    dumps = parts_dumps  # kept in the snapshot: each in a bytes of its own size
     return tuple([dumps({"seat": p.seat, "kind": p.kind, "phase_id": p.phase_id, "simultaneous": p.simultaneous,
                          "submitted": p.submitted, "deadline_at": deadlines.get(p.phase_id)}) for p in prompts])
 
 
-_STATUS = {status: orjson.dumps(status) for status in ("running", "finished", "aborted")}
+_STATUS = {status: parts_dumps(status) for status in ("running", "finished", "aborted")}
 
 
 def status_part(status: str) -> bytes:
     """A match status encoded (the status of an ``app.parts.Document``)."""
     found = _STATUS.get(status)
-    return found if found is not None else orjson.dumps(status)
+    return found if found is not None else parts_dumps(status)
 
 
 def state_of(*, match_id: str, game_id: str, version: int, viewer: int, doc: Mapping[str, Any],

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import orjson
-
 from app.games.base import ADMIN, SPECTATOR
 from app.games.conquest import poker
 from app.games.conquest.board import Board
@@ -51,6 +49,7 @@ from app.games.conquest.state import (
     State,
 )
 from app.parts import ViewParts
+from app.parts import dumps as parts_dumps
 
 
 def flop_visible(state: State, land: int, viewer: int) -> bool:
@@ -425,7 +424,7 @@ def _you(state: State, seat: int) -> dict[str, Any]:
 #   starts without one): its encoding for each kind of viewer (:func:`_battle_class`, or the seat and
 #   its active specials).
 
-_dumps = orjson.dumps
+_dumps = parts_dumps  # parts are kept: each in a bytes of its own size
 _NULL = b"null"
 _GAME = b'"conquest"'
 #: encodings of the small ints a view repeats (viewers, rounds, phase ids, lands)

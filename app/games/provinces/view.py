@@ -19,10 +19,11 @@ import orjson
 
 from app.games.base import ADMIN
 from app.parts import ViewParts, view_json
+from app.parts import dumps as parts_dumps
 
 from .state import DECK_SIZE, RANKS, SUITS, VALUE, Card, State, card_wire
 
-_dumps = orjson.dumps
+_dumps = parts_dumps  # parts are kept: each in a bytes of its own size
 
 
 def visible_cards(cards: Iterable[Card], owner: int, viewer: int) -> list[dict[str, Any]]:

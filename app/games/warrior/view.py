@@ -38,8 +38,9 @@ from app.games.warrior.state import (
     WarriorState,
 )
 from app.parts import ViewParts, view_json
+from app.parts import dumps as parts_dumps
 
-_dumps = orjson.dumps
+_dumps = parts_dumps  # parts are kept: each in a bytes of its own size
 _Fragment = orjson.Fragment
 _NULL = b"null"
 _GAME = b'"warrior"'
