@@ -1,6 +1,7 @@
 """The leak test over real sockets, for every registered game (``app.testing.leak``): 150 seeded bot
-matches per game (``BANNERFALL_LEAK_MATCHES``; a longer run: set it higher) with its declared ``test_options``; every frame each socket received is
-checked against the card ids hidden from that seat (or spectator) at the version it was built at —
+matches per game (``BANNERFALL_LEAK_MATCHES``; a longer run: set it higher) with its declared
+``test_options``; every frame each socket received is checked against the card ids hidden from
+that seat (or spectator) at the version it was built at —
 the game's ``hidden_tokens`` and the oracle's set (the admin view's card ids missing from the
 viewer's view), which must agree at every version; a game with hidden information must hide
 something in every match; the first matches' frames are validated against the game's JSON Schemas.
