@@ -18,8 +18,8 @@ from app.games import registry
 from app.games.base import SPECTATOR
 from tests.games.test_conformance import random_step
 
-#: long random play whose lines targeted tests reach too: not measured for coverage (its tracer
-#: doubles such runs; docs/decisions.md, "Coverage floor")
+#: long random play whose lines targeted tests reach too: not counted for coverage (lines executed
+#: by random play prove nothing by being executed; docs/decisions.md, "Coverage floor")
 pytestmark = pytest.mark.no_cover
 
 MATCHES = 200

@@ -30,8 +30,8 @@ from app.parts import to_json
 
 from .test_conformance import GAMES, ids, random_step
 
-#: long random play whose lines targeted tests reach too: not measured for coverage (its tracer
-#: doubles such runs; docs/decisions.md, "Coverage floor")
+#: long random play whose lines targeted tests reach too: not counted for coverage (lines executed
+#: by random play prove nothing by being executed; docs/decisions.md, "Coverage floor")
 pytestmark = pytest.mark.no_cover
 
 MATCHES = 8
