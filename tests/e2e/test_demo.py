@@ -2,6 +2,7 @@
 WebSockets and prints the standings (exit code 0), for every game — in words, not debug output."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+from app.games import registry
 from tests.conftest import ROOT
 
 UNITS = {"provinces": "province", "conquest": "table", "warrior": "point"}
@@ -18,8 +20,12 @@ UNITS = {"provinces": "province", "conquest": "table", "warrior": "point"}
 @pytest.mark.parametrize("game,players,bot", [("provinces", 3, "smart"), ("conquest", 4, "smart"),
                                               ("warrior", 4, "smart"), ("provinces", 2, "random")])
 def test_demo_plays_a_whole_match(game, players, bot, tmp_path):
+    # the game's declared test options (Provinces: 3 rounds), as every suite plays: a random Provinces
+    # match of the default 60 rounds ran past 240 s in CI, its length being the seed's
+    options = json.dumps(dict(registry()[game].info.test_options or {}))
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "demo", "--game", game, "--players", str(players),
-                             "--bot", bot], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--bot", bot, "--options", options], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         stdout, stderr = proc.communicate(timeout=240)
