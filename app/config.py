@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     #: Seconds between server pings; a socket silent for 3 intervals is dropped.
     heartbeat_seconds: float = Field(20.0, gt=0)
     #: Spectators get at most one ``delta`` per this many seconds, covering every change since their
-    #: last one (one encoding for all of them; issue 11 item 2). 0: every change at once.
+    #: last one (one encoding for all of them). 0: every change at once.
     spectator_patch_seconds: float = Field(0.1, ge=0, le=5)
     #: The kernel's send buffer of a match socket (lean transport), bytes (0: the system's own, which
     #: grows to megabytes): what a client that stops reading holds on the server before its queue of
@@ -209,7 +209,7 @@ class Settings(BaseSettings):
     #: that ran the match; the sweep catches what a crash left).
     settle_sweep_seconds: float = Field(30.0, gt=0)
 
-    # -- accounts, ratings and paging (issue 14; docs/operations.md "Accounts and ratings") ----------
+    # -- accounts, ratings and paging (docs/operations.md "Accounts and ratings") ----------
     #: Failed sign-ins per username from one client address, ``limits`` notation; "" = off (the
     #: exempt addresses count too). Only failures count, so the owner signing in spends nothing,
     #: and a stranger's guesses from another address do not lock the owner out.
@@ -287,7 +287,7 @@ class Settings(BaseSettings):
                     {"special": special, "cost": cost, "most": MAX_SPECIAL_COST})
         return value
 
-    # -- quick play (issue 14 item 2; docs/operations.md, "Quick play") -------------------------
+    # -- quick play (docs/operations.md, "Quick play") -------------------------
     #: Rating window at first, in openskill ordinal points (mu - 3 sigma).
     matchmaking_window_base: float = Field(3.0, ge=0)
     #: Ordinal points the window widens by per second a ticket waits.

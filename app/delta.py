@@ -1,4 +1,4 @@
-"""Minimal RFC 6902 JSON Patch between two JSON documents, and its application (issue 11 item 1).
+"""Minimal RFC 6902 JSON Patch between two JSON documents, and its application.
 
 The server sends a viewer, after its first full ``state``, only what changed in its view: ``diff``
 of the viewer's previous and new view. Clients apply it with any RFC 6902 library (``jsonpatch`` in

@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 from app import _native
 
 #: upper bounds (seconds) of the latency histograms of the action path: fine below 10 ms, where
-#: the ack target is (issue 11: p99 action->ack <= 10 ms at half load)
+#: the ack target is (p99 action->ack <= 10 ms at half load)
 LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
                                       0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

@@ -1,4 +1,4 @@
-"""Rating finished matches (issue 14 item 3), exactly once, the way specials are settled
+"""Rating finished matches, exactly once, the way specials are settled
 (:mod:`app.meta.settlement`): at once on the node where the match ended (:meth:`Rater.match_ended`,
 called from the match manager's ``on_match_ended`` hook), and by a sweep over ended-but-unrated
 matches at start and every ``rating_sweep_seconds`` (what a crash, a lost task or another node

@@ -100,7 +100,7 @@ class GrantResult(BaseModel):
 
 
 class LedgerPage(BaseModel):
-    """A page of a ledger, newest first (issue 14 item 5): pass ``next_cursor`` back as ``?cursor=``."""
+    """A page of a ledger, newest first: pass ``next_cursor`` back as ``?cursor=``."""
 
     items: list[LedgerRow]
     next_cursor: str | None

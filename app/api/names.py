@@ -1,4 +1,4 @@
-"""Checking names people choose: display names and usernames (issue 14 item 1).
+"""Checking names people choose: display names and usernames.
 
 A name is refused (422 with a code, nothing changed) when it
 

@@ -173,7 +173,7 @@ class AbortRequest(StrictRequest):
     reason: Text = Field("aborted by an admin", max_length=200)
 
 
-# -- accounts, ratings, leaderboards and paging (issue 14) -------------------------------------------
+# -- accounts, ratings, leaderboards and paging -------------------------------------------
 class ClaimRequest(StrictRequest):
     """Claim the asking guest: ``username`` 3-24 letters, digits, ``_-.`` (unique case-insensitively),
     ``password`` 8-128 characters."""

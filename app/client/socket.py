@@ -60,7 +60,7 @@ class MatchSocket:
     ``act()`` sends an action with the next client sequence number; replies (``ack``/``error``)
     come back through :meth:`recv` like every other message.
 
-    Deltas (docs/protocol.md "Deltas, audiences and versions"; issue 11 item 1): ``hello`` always
+    Deltas (docs/protocol.md "Deltas, audiences and versions"): ``hello`` always
     says ``"deltas": <deltas>``. The socket holds the document ``{"status", "prompts", "view"}`` of
     the last full ``state`` and its version (:attr:`version`, the socket's audience version). A
     ``delta`` whose ``base`` is the held version is applied to it (:func:`app.delta.apply_patch`) and

@@ -1,4 +1,4 @@
-"""Accounts and bearer tokens (issue 14 item 1). Every query about them lives here.
+"""Accounts and bearer tokens. Every query about them lives here.
 
 A player's first token stays in ``players.token_hash`` (guests, bots and the configured admin are
 made that way, and :mod:`app.db.admins` revokes an admin by replacing it). Every later token (a

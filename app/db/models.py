@@ -102,7 +102,7 @@ Index("ix_matches_status_game", Match.status, Match.game)
 Index("uq_lobby_seats_player", LobbySeat.lobby_id, LobbySeat.player_id, unique=True)
 
 
-# -- the meta-game (issue 12, conquest.md 5): crystals, owned specials, their ledger, spins ----------
+# -- the meta-game (conquest.md 5): crystals, owned specials, their ledger, spins ----------
 class Wallet(Base):
     """A player's crystals (hard currency, never negative) and the commitment to their next spin.
 
@@ -198,7 +198,7 @@ class MatchSettlement(Base):
     settled_at: Mapped[float] = mapped_column(Float)
 
 
-# -- accounts, tokens and ratings (issue 14) ---------------------------------------------------------
+# -- accounts, tokens and ratings ---------------------------------------------------------
 class PlayerToken(Base):
     """A bearer token of a player beyond its first one (``players.token_hash``): one row per signed-in
     device, stored only as the SHA-256 of the token. Revoking deletes the row."""

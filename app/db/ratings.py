@@ -1,4 +1,4 @@
-"""Ratings (issue 14 item 3): one openskill rating per player per game, changed exactly once per
+"""Ratings: one openskill rating per player per game, changed exactly once per
 finished match, with every change recorded beside the match that caused it; and the leaderboard.
 
 The interface the matchmaker reads: :class:`RatingsRepository` ``rating(player_id, game)`` and
@@ -307,7 +307,7 @@ class RatingsRepository:
 
         The transaction is :func:`rate_match_sync`. On SQLite with the log committer (``writer``)
         it runs whole on the committer's thread and connection, between two group commits, so the
-        write lock is never held across event-loop turns (issue 11: a rating held it 10-30 ms on a
+        write lock is never held across event-loop turns (a rating held it 10-30 ms on a
         busy loop while the group commit waited for it); otherwise (Postgres, SQLite in memory) on
         the engine, in ``run_sync``.
         """

@@ -561,7 +561,7 @@ class Repository:
         """Group commit: one transaction for the log records of many matches (one :class:`MatchWrite`
         per match, records in ``seq`` order, consecutive).
 
-        Per match, the statement that writes is conditional (the fencing token, issue 9 items 1-2)::
+        Per match, the statement that writes is conditional (the fencing token)::
 
             UPDATE matches SET version = :last [, status, outcome, ended_at]
             WHERE id = :id AND owner_epoch = :epoch AND version = :first - 1

@@ -15,7 +15,7 @@ fails is refused (its rows not inserted); driver errors come out as SQLAlchemy's
 Other short write transactions that must not hold SQLite's write lock across event-loop turns run
 here too, serialized with the group commits (:meth:`SqliteLogCommitter.run`: rating a match,
 ``app.db.ratings``): through SQLAlchemy and aiosqlite each of their statements is an await, and
-from their first write to COMMIT the group commit could not take the lock (issue 11: the p99 ack).
+from their first write to COMMIT the group commit could not take the lock (the p99 ack).
 """
 from __future__ import annotations
 

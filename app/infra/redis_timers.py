@@ -6,8 +6,8 @@ Each node polls the set every ``poll_interval`` seconds, reads the due members, 
 matches it runs (the ``owns`` filter), and claims them with one Lua script. A claim is a *visibility
 timeout*, not a delete: the script checks that the member is still due and that the match's lease
 ``{lease_prefix}{match_id}`` names this node, then moves the member's score to ``now +
-claim_seconds``. So only the lease holder can claim (a resumed old owner cannot swallow a deadline,
-issue 9 item 3), one claim hides the entry from every node for ``claim_seconds``, and a claim that does
+claim_seconds``. So only the lease holder can claim (a resumed old owner cannot swallow a deadline),
+one claim hides the entry from every node for ``claim_seconds``, and a claim that does
 not end in a durable default (the node died, paused, or the commit failed) fires again. The runtime
 removes the member (``cancel``: ZREM) once the phase has ended durably.
 

@@ -1,3 +1,3 @@
-"""Quick-play matchmaking (issue 14 item 2): tickets in a queue (in-process or Redis, behind
+"""Quick-play matchmaking: tickets in a queue (in-process or Redis, behind
 :class:`~app.matchmaking.store.TicketStore`), a pure matcher (:mod:`app.matchmaking.matcher`) and
 the service every node runs (:class:`~app.matchmaking.service.MatchmakingService`)."""

@@ -1,4 +1,4 @@
-"""Audiences of one match: who may see the same thing, and their own version numbers (issue 11 items 1–3).
+"""Audiences of one match: who may see the same thing, and their own version numbers.
 
 An **audience** is a set of viewers that may see exactly the same thing: each seat, and all
 spectators. (All admins form a third kind of audience whose version is the match's own action

@@ -6,7 +6,7 @@ company), then resolves the records' callbacks in submission order. Acks and vie
 those callbacks, so nothing is acknowledged before it is durable. One commit serves many actions:
 Postgres here tops out near 800 commits/s, not 800 actions/s.
 
-Faults (issue 9 items 1-2): each record belongs to a *stream* (its match's runner) holding the
+Faults: each record belongs to a *stream* (its match's runner) holding the
 runner's fencing ``epoch``. Every write is conditional per match in the database
 (:meth:`app.db.repo.Repository.commit_batch`): a stale owner's records are refused with
 :class:`Fenced` while the other matches of the batch commit. Once a record of a stream failed, the

@@ -5,7 +5,7 @@ Taking a running match (creation, load after claiming its lease, takeover) first
 fencing token ``matches.owner_epoch`` in its own committed transaction, and only then reads the
 log; the runner writes with that epoch (see :mod:`app.runtime.logwriter`). A runner whose write
 failed is dropped, and a background task rebuilds the match from its durable log with backoff until
-it runs again here or on another node (issue 9 item 1).
+it runs again here or on another node.
 
 A match is replayed only by an engine of the rules version it started under
 (``app.games.versions``). When this node has none, the rebuild decides instead of retrying
@@ -156,7 +156,7 @@ class MatchManager:
 
     def owns(self, match_id: str) -> bool:
         """Whether this node may fire the match's deadlines now: it runs the match and holds a
-        lease that is valid on the monotonic clock (issue 9 item 3)."""
+        lease that is valid on the monotonic clock."""
         if match_id not in self.runners:
             return False
         # one node (local timers drop what they may not fire): the runner itself re-arms a deadline

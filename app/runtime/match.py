@@ -14,7 +14,7 @@ change gets one message, encoded once (a
 
 Versions on the wire are per audience (``app/runtime/audience.py``): a change an audience may not
 see sends it nothing and leaves its version alone (provinces.md 6.4). Spectators get their changes
-at most every ``spectator_patch_seconds``, one delta covering all of them (issue 11 item 2).
+at most every ``spectator_patch_seconds``, one delta covering all of them.
 """
 from __future__ import annotations
 
@@ -353,7 +353,7 @@ class MatchRunner:
             return
         if not self.may_write():
             # no valid lease (this node was paused, or cannot reach Redis): another node may run the
-            # match now; nothing is applied here (issue 9 item 2)
+            # match now; nothing is applied here
             peer.push(encode({**wire.moved(), "seq": client_seq}))
             peer.close(CLOSE_MOVED, "the match moved; reconnect and resume")
             return

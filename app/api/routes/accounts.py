@@ -1,4 +1,4 @@
-"""Accounts (issue 14 item 1): a guest claims its player with a username and password, signs in
+"""Accounts: a guest claims its player with a username and password, signs in
 from another device for a new token, lists and revokes its tokens (sign out everywhere).
 
 Passwords are hashed with argon2id (:mod:`app.api.passwords`); tokens are 256-bit random, stored only

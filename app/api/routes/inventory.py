@@ -70,7 +70,7 @@ async def my_inventory(player: PlayerDep, wallets: WalletsDep, settings: Setting
 
 async def ledger_page(wallets: WalletRepository, player_id: str, limit: int, before: int | None,
                       cursor: str | None) -> LedgerPage:
-    """One page of a player's ledger, newest first, keyset by id (issue 14 item 5): ``cursor`` from
+    """One page of a player's ledger, newest first, keyset by id: ``cursor`` from
     the previous page (or the older ``before`` id). Raises ApiError 422 ``bad_cursor``."""
     from app.db.paging import BadCursor, decode_cursor, encode_cursor
 

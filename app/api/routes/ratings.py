@@ -1,4 +1,4 @@
-"""Leaderboards and profiles (issue 14 item 4): ``GET /games/{id}/leaderboard`` (cursor-paged, by
+"""Leaderboards and profiles: ``GET /games/{id}/leaderboard`` (cursor-paged, by
 ordinal, with the asking player's own rank) and ``GET /players/{id}`` (public fields, per-game
 rating, wins and recent rated matches; never a token or a hash)."""
 from __future__ import annotations

@@ -62,8 +62,8 @@ def parse_cards(names: str | Iterable[str]) -> list[int]:
 
 
 class InvalidHand(ValueError):
-    """Cards that cannot be one hand: not 7 (or 5–7) cards, a card outside 0..51, or a card twice
-    (issue 12 item 8). A ValueError, so callers that caught bad input before still do."""
+    """Cards that cannot be one hand: not 7 (or 5–7) cards, a card outside 0..51, or a card twice.
+    A ValueError, so callers that caught bad input before still do."""
 
 
 _DECK_SET = frozenset(DECK)

@@ -63,7 +63,7 @@ def _keep_action(view, kept: list[dict[str, Any]], rng: random.Random | None) ->
 
 
 class RandomBot:
-    """Random legal play (warrior issue 5)."""
+    """Random legal play."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
@@ -134,7 +134,7 @@ def _symbol_value(card: dict[str, Any]) -> float:
 
 
 class CaptainBot:
-    """A sensible player (warrior issue 5): plain heuristics over its own view only."""
+    """A sensible player: plain heuristics over its own view only."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
