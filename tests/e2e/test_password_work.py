@@ -206,7 +206,7 @@ async def test_a_caller_that_leaves_frees_its_slot_only_when_its_work_ends():
         running = asyncio.create_task(passwords.hash("running"))
         await _started(held)
         waiting = asyncio.create_task(passwords.hash("waiting"))
-        await asyncio.sleep(0)
+        await asyncio.wait_for(_until(lambda: passwords.in_flight == 2), 10)
         assert passwords.in_flight == 2
         with pytest.raises(PasswordsBusy):
             await passwords.hash("over the bound")
@@ -215,7 +215,7 @@ async def test_a_caller_that_leaves_frees_its_slot_only_when_its_work_ends():
         await asyncio.gather(running, waiting, return_exceptions=True)
         await asyncio.wait_for(_until(lambda: passwords.in_flight == 1), 10)
         third = asyncio.create_task(passwords.hash("third"))
-        await asyncio.sleep(0)
+        await asyncio.wait_for(_until(lambda: passwords.in_flight == 2), 10)
         assert passwords.in_flight == 2
         with pytest.raises(PasswordsBusy):  # the abandoned hash still counts
             await passwords.hash("fourth")
