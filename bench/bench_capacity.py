@@ -642,7 +642,7 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
             "kb_per_live_match": (rss_playing - rss_before) / n, "census": census,
             "rss_kb": {"before_matches": rss_before, "matches_made": rss_made, "playing": rss_playing,
                        "end": bs.proc_rss_kb(server.pid)},
-            "loadgen_loop_lag": ph.get("loadgen_loop_lag"), "generator_core_busy_pct": gen_core,
+            "loadgen_loop_lag": ph.get("loadgen_loop_lag"), "loadgen_gc": ph.get("loadgen_gc"), "generator_core_busy_pct": gen_core,
             "generator_cpu_pct": ph.get("generator_cpu_pct"),
             "make_match": made, "spares": len(spares), "spares_taken": ph.get("spares_taken_total"),
             "matches_ended": ph.get("matches_ended"), "idle_slot_s": ph.get("idle_slot_s"),

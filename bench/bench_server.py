@@ -447,6 +447,10 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
         out["loadgen_loop_lag"] = {"max_ms": max(g["max_ms"] or 0 for g in lags),
                                    "p99_ms": max(g["p99_ms"] or 0 for g in lags),
                                    "over_10ms": sum(g["over_10ms"] for g in lags), "generators": len(lags)}
+    gcs = [r["loadgen_gc"] for r in results if r.get("loadgen_gc")]
+    if gcs:  # the generators' own collections (genbase.GcPauses): the worst generator's max
+        out["loadgen_gc"] = {k: (sum if k in ("count", "total_ms") else max)(g.get(k) or 0 for g in gcs)
+                             for k in gcs[0]}
     return out
 
 
@@ -467,13 +471,14 @@ def cb(phase, info):
         # BENCH_GC_SIZES=1: the objects the collection walks (every generation up to its own; counting
         # them walks them once more, so only for diagnosis)
         start[2] = sum(len(gc.get_objects(g)) for g in range(info['generation'] + 1)) if sizes else -1
-        if sizes and info['generation'] == 0 and start[2] > int(os.environ.get('BENCH_GC_DUMP_OVER') or 10**9) and not start[3:]:
+        if sizes and info['generation'] == int(os.environ.get('BENCH_GC_DUMP_GEN') or 0) and start[2] > int(os.environ.get('BENCH_GC_DUMP_OVER') or 10**9) and not start[3:]:
             import collections
-            young = gc.get_objects(0)
+            young = [o for g in range(info['generation'] + 1) for o in gc.get_objects(g)]
             kinds = collections.Counter(type(o).__module__ + '.' + type(o).__qualname__ for o in young)
-            start.append(1)  # once
-            with open(os.environ['BENCH_GC_LOG'] + '.dump', 'w') as dump:
-                dump.write('%d young objects\\n' % len(young))
+            if not info['generation']:
+                start.append(1)  # once (young collections are many); each older one is dumped
+            with open(os.environ['BENCH_GC_LOG'] + '.dump', 'a') as dump:
+                dump.write('%.3f: %d objects in generations 0..%d\\n' % (time.time(), len(young), info['generation']))
                 for kind, n in kinds.most_common(30):
                     dump.write('%8d %s\\n' % (n, kind))
                 for o in [o for o in young if type(o) is tuple][:20]:

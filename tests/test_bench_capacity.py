@@ -262,3 +262,22 @@ def test_generator_verdict_names_why_the_generator_may_own_the_tail():
                                      target_rate=500, actions_per_s=300, generator_core_busy_pct=97))
     assert len(why) == 4 and any("below 90%" in w for w in why) and any("97% busy" in w for w in why)
     assert any("above 110%" in w for w in cap.generator_verdict(_row("p", "e", target_rate=500, actions_per_s=574)))
+
+
+def test_the_generators_own_collections_are_counted_by_generation() -> None:
+    """A generator's collection delays the acks in its sockets, so the capacity rows report them
+    (``loadgen_gc``) beside its loop lag."""
+    import gc
+
+    pauses = genbase.GcPauses()
+    try:
+        pauses.take()
+        gc.collect(0)
+        gc.collect(2)
+        got = pauses.take()
+        assert got["count"] == 2
+        assert got["max_ms"] >= got["gen2_max_ms"] > 0
+        assert got["total_ms"] >= got["max_ms"]
+        assert pauses.take()["count"] == 0  # reset by the take
+    finally:
+        gc.callbacks.remove(pauses._cb)
