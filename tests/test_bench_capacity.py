@@ -270,6 +270,7 @@ def test_the_generators_own_collections_are_counted_by_generation() -> None:
     import gc
 
     pauses = genbase.GcPauses()
+    pauses.start()
     try:
         pauses.take()
         gc.collect(0)

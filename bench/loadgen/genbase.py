@@ -302,6 +302,9 @@ class GcPauses:
     def __init__(self) -> None:
         self.pauses: list[tuple[int, float]] = []
         self._t = 0.0
+
+    def start(self) -> None:
+        """Hook into ``gc.callbacks`` (the generator does at start, as :meth:`LagMonitor.start`)."""
         gc.callbacks.append(self._cb)
 
     def _cb(self, phase: str, info: dict[str, int]) -> None:
@@ -713,6 +716,7 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
         m.slot, m.live = i, True
     settle_heap()
     lag_monitor.start()
+    gc_pauses.start()
     out({"event": "ready", "sockets": sum(len(m.tokens) for m in matches), "spectators": len(spectator_sockets),
          "connect_s": now() - t0, "deflate_negotiated": deflated[0], "deltas_requested": deltas_wanted(),
          "spares": len(pool)})
@@ -729,12 +733,10 @@ async def serve(matches: Sequence[GenMatch], before: Callable[[GenMatch], None] 
         if cmd["cmd"] == "run":
             lag_monitor.take()
             gc_pauses.take()
-            # The generator's own collector is off within a phase (CFG "generator_gc": "auto" keeps
-            # it on): its pauses, up to 90 ms at 1,000 Conquest matches per 4 generators, held acks
-            # in its sockets and read as server latency. A phase makes little cyclic garbage; it is
-            # collected between phases.
-            if CFG.get("generator_gc", "between-phases") != "auto":
-                gc.disable()
+            # the generator's own collector is off within a phase: its pauses held the acks in its
+            # sockets and read as server latency; a phase makes little cyclic garbage, collected
+            # between phases (docs/decisions.md, "The load generators' own collector")
+            gc.disable()
             try:
                 result = await run(cmd, slots, before)
             finally:
