@@ -16,8 +16,9 @@ def attackable(state: State, seat: int) -> list[int]:
     return list(state.targets.get(seat, ()))
 
 
-def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
-    """Living seat -> lands adjacent to one it controls now and not its own, ascending (2.1)."""
+def _compute_targets(state: State) -> dict[int, bytes]:
+    """Living seat -> lands adjacent to one it controls now and not its own, ascending, as bytes
+    (one land id a byte; see ``State.targets``) (2.1)."""
     masks = state.board.neighbour_masks
     owner = state.owner
     find = owner.index
@@ -32,7 +33,7 @@ def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
                 owned |= 1 << land
                 near |= masks[land]
             free = near & ~owned
-            lands: tuple[int, ...] = ()
+            lands = b""
             for byte_lands in _BYTE_LANDS:  # the set bits, a byte at a time
                 if not free:
                     break
@@ -43,7 +44,8 @@ def _compute_targets(state: State) -> dict[int, tuple[int, ...]]:
 
 
 #: ``_BYTE_LANDS[k][b]``: the lands whose bits are set in ``b`` as the k-th byte of a bit set, ascending
-_BYTE_LANDS = tuple(tuple(tuple(8 * k + i for i in range(8) if b >> i & 1) for b in range(256))
+#: (bytes of land ids)
+_BYTE_LANDS = tuple(tuple(bytes(8 * k + i for i in range(8) if b >> i & 1) for b in range(256))
                     for k in range((max(LANDS_BY_SEATS.values()) + 7) // 8))
 
 

@@ -53,7 +53,7 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     """A table whose own 52-card deck is reshuffled, with a new face-down flop (1.3). ``stacked``
     (test support): the whole deck in order, top first."""
     if stacked is not None:
-        return table(tuple(stacked[:3]), tuple(stacked[3:]), 49)
+        return table(bytes(stacked[:3]), bytes(stacked[3:]), 49)
     # The flop: 3 uniformly random cards, drawn as ``_take`` would from the full deck (the k-th
     # card left in ascending order, for k = randbelow(52), randbelow(51), randbelow(50)); the rest
     # stays an unordered remainder in ascending order.
@@ -72,13 +72,13 @@ def _fresh_table(st: State, stacked: list[int] | None = None) -> Table:
     else:
         x, y, z = third, low, high
     full = _FULL_DECK
-    return table((first, second, third), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
+    return table(bytes((first, second, third)), full[:x] + full[x + 1:y] + full[y + 1:z] + full[z + 1:], 0)
 
 
-_FULL_DECK = tuple(range(52))
+_FULL_DECK = bytes(range(52))
 
 
-def _take(rng: Rng, deck: tuple[int, ...], fixed: int, skip) -> tuple[int, tuple[int, ...], int]:
+def _take(rng: Rng, deck: bytes, fixed: int, skip) -> tuple[int, bytes, int]:
     """Draw one card from ``deck`` leaving out the cards in ``skip``: the first of the ``fixed``
     (stacked) top cards not skipped, else a uniformly random one of the unordered rest.
     Returns ``(card, rest of the deck, fixed count of the rest)``."""
@@ -203,7 +203,7 @@ def _resolve_defence(st: State, events: list[Event]) -> None:
             lands_of.setdefault(seat, []).append(land)
     st.passed = tuple(passed)
     st.battles = battles
-    st.battle_lands = {seat: tuple(lands) for seat, lands in lands_of.items()}
+    st.battle_lands = {seat: bytes(lands) for seat, lands in lands_of.items()}
     if st.active or st.hand_sizes:  # double_hand (5.3.2.4): 4 cards a hand this round
         st.hand_sizes = {seat: 4 for seat in lands_of if st.has(seat, "double_hand")}
     pools = dict(st.pools)  # replaced, never changed in place (State.clone shares it)

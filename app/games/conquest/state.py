@@ -3,7 +3,7 @@
 Copy-on-write discipline: a :class:`State` handed to a caller is never changed again. ``apply``
 stores a plain submission on ``state.clone_submission()`` (only ``submissions`` copied) and resolves
 a phase on ``state.clone()`` (the containers a resolution changes in place and the open battles
-copied, rng cloned). A :data:`Table` (a tuple) and
+copied, rng cloned). A :data:`Table` (a tuple of atoms) and
 :class:`~app.games.conquest.board.Board` are immutable.
 
 A *dealt card* is the pair ``(card, token)``: ``card`` is an int 0..51 (``rank * 4 + suit``, the
@@ -99,24 +99,26 @@ _SPECIAL_SET = frozenset(SPECIALS)
 
 
 #: The table on one land (conquest.md 1.3): an exact tuple ``(flop, deck, fixed)`` (index with
-#: :data:`FLOP`, :data:`DECK`, :data:`FIXED`; make one with :func:`table`), immutable. A tuple of
-#: tuples of ints, so CPython's cyclic collector stops tracking it once it has seen it: a match's
-#: tables cost the collector nothing (``docs/decisions.md``, "Conquest: state the collector does not walk").
+#: :data:`FLOP`, :data:`DECK`, :data:`FIXED`; make one with :func:`table`), immutable. ``flop`` and
+#: ``deck`` are ``bytes`` (one byte per card, 0..51: indexing and iterating give the cards as ints),
+#: so a table is a tuple of atoms: CPython's cyclic collector untracks it at the first young
+#: collection it sees, and a match's tables never reach the older generations
+#: (``docs/decisions.md``, "Conquest: state the collector does not walk").
 #:
-#: - ``flop``: its 3 face-down cards (ints). They get wire tokens only when their battle starts and
+#: - ``flop``: its 3 face-down cards. They get wire tokens only when their battle starts and
 #:   they are turned up (3.1); until then nothing about them leaves the server.
 #: - ``deck``: the rest of the table's own 52-card deck; ``fixed``: how many of its top cards are in
 #:   a set order (only stacked test decks have any). The rest is an unordered remainder from which
 #:   each draw takes a uniformly random card: the same distribution as drawing from the top of a
 #:   fully shuffled deck, at the cost of the cards actually drawn.
-Table = tuple[tuple[int, ...], tuple[int, ...], int]
+Table = tuple[bytes, bytes, int]
 FLOP: Final = 0
 DECK: Final = 1
 FIXED: Final = 2
 
 
-def table(flop: tuple[int, ...], deck: tuple[int, ...], fixed: int) -> Table:
-    """The table ``(flop, deck, fixed)``."""
+def table(flop: bytes, deck: bytes, fixed: int) -> Table:
+    """The table ``(flop, deck, fixed)``: ``flop`` and ``deck`` as bytes of cards 0..51."""
     return (flop, deck, fixed)
 
 
@@ -149,7 +151,7 @@ class Battle:
     )
 
     def __init__(self, land: int, holder: int, attackers: tuple[int, ...], defender: int | None,
-                 deck: tuple[int, ...], fixed: int) -> None:
+                 deck: bytes, fixed: int) -> None:
         self.land = land
         self.holder = holder
         self.attackers = attackers
@@ -225,14 +227,15 @@ class State:
       hands without a battle (2.2).
     - ``battles``: land -> :class:`Battle` of this round (kept, settled, until the next round's
       battles are created, so its folded hands stay accounted for as hidden), in ascending land
-      order; ``battle_lands``: seat -> the lands of those battles it fights in, ascending (derived
-      from ``battles`` when they are created; never changed afterwards).
+      order; ``battle_lands``: seat -> the lands of those battles it fights in, ascending, as bytes
+      (one land id a byte: a dict of atoms, which the collector never tracks; derived from
+      ``battles`` when they are created; never changed afterwards).
     - ``pools``: seat -> dealt cards during ASSIGN (2.3).
     - ``pool_stack``: test support only (see ``setup.stacked_position``): seat -> cards put on top of
       that seat's next pool deck.
     - ``result``: ``(ranks, scores, reason)`` once the match is over.
-    - ``targets``: seat -> lands it may activate this round (computed when the round starts, from
-      the ownership at that moment, 2.1).
+    - ``targets``: seat -> lands it may activate this round, ascending, as bytes (computed when the
+      round starts, from the ownership at that moment, 2.1).
     - Section 5 (specials), all empty in a match without them and *replaced*, never changed in
       place (clones share them): ``active``: seat -> frozenset of the specials it activated;
       ``scouted``: seat -> frozenset of lands whose current flop it scouted (5.3.1.2; a land leaves
@@ -275,11 +278,11 @@ class State:
     defences: tuple[int, ...]
     passed: tuple[tuple[int, int, int], ...]
     battles: dict[int, Battle]
-    battle_lands: dict[int, tuple[int, ...]]
+    battle_lands: dict[int, bytes]
     pools: dict[int, tuple[Dealt, ...]]
     pool_stack: dict[int, tuple[int, ...]]
     result: tuple[dict[int, int], dict[int, int], str] | None
-    targets: dict[int, tuple[int, ...]]
+    targets: dict[int, bytes]
     view_memo: dict[Any, Any]
     active: dict[int, frozenset[str]]
     scouted: dict[int, frozenset[int]]

@@ -95,7 +95,7 @@ def test_1_3_fresh_flop_after_a_battle():
     battle = state.battles[target]
     assert battle.stage == "done"
     assert state.tables[target] is not None and state.tables[target][FLOP] != before[target]
-    assert tuple(d[0] for d in battle.flop) == before[target]  # the battle was fought on the old flop
+    assert bytes(d[0] for d in battle.flop) == before[target]  # the battle was fought on the old flop
     for land in untouched:
         assert state.tables[land][FLOP] == before[land]
     assert GAME.view(state, SPECTATOR)["lands"][target]["flop"] == [{"hidden": True}] * 3
