@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     #: Seconds a new socket has to send ``hello``.
     hello_timeout_seconds: float = Field(10.0, gt=0)
     #: Client messages a socket may send per second on average (0: no budget); a message past the
-    #: budget gets ``too_many_messages`` and is not served (docs/protocol.md, "Message budget").
+    #: budget gets ``too_many_messages`` and is not served (docs/protocol.md, "Error codes on the socket").
     socket_messages_per_second: float = Field(100.0, ge=0)
     #: Messages a socket may send at once above that rate; this many refused in a row close it (4429).
     socket_message_burst: int = Field(200, ge=1)

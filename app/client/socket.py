@@ -152,6 +152,16 @@ class MatchSocket:
         await self.send(msg)
         return seq
 
+    async def resend(self, seq: int) -> bool:
+        """Send the unanswered ``act`` of ``seq`` again, with its same seq (the server applies a seq
+        once): after ``too_many_messages``, once its ``retry_after`` has passed. False (nothing
+        sent) if that act is not waiting for an answer."""
+        msg = self.unacked.get(seq)
+        if msg is None:
+            return False
+        await self.send(msg)
+        return True
+
     async def ping(self) -> None:
         """Send ``ping`` with this machine's time as ``t``: its ``pong`` sets :attr:`clock_offset`
         from the round trip's midpoint."""
@@ -314,7 +324,11 @@ async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, An
     """Play until ``ended``: whenever the latest ``state`` gives this socket's seat a prompt to
     answer, call ``decide(view, prompt)`` and send the action; wait for its ack or error before
     deciding again. Returns the ``ended`` message. A rejected action is retried with a fresh
-    decision, at most ``max_errors`` times in a row (then the seat waits for its deadline).
+    decision, at most ``max_errors`` times in a row (then the seat waits for its deadline). An
+    action answered with one of :data:`RESEND_CODES` was not applied and is not a rejection: after
+    ``too_many_messages`` it is sent again with its seq once the error's ``retry_after`` (seconds)
+    has passed (a seat without ``resend`` decides again instead); after the others the socket
+    closes, and a reconnecting :class:`MatchSocket` resends it.
     ``initial``: a message already received on this socket (e.g. the first ``state``).
     ``anytime(view, prompt)``: asked on every state on which the seat has nothing to answer —
     ``prompt`` None (no prompt) or the seat's prompt with its submission on file; an action it
@@ -346,6 +360,16 @@ async def play(sock: Seat, decide: Decide, *, on_message: Callable[[dict[str, An
             in_flight = None
             errors = 0
             acked_version = msg.get("version", acked_version)
+        elif kind == "error" and msg.get("seq") == in_flight and msg.get("code") in RESEND_CODES:
+            # not applied, and not a rejection: the others close the socket (a reconnect resends it)
+            if msg.get("code") != "too_many_messages":
+                continue
+            retry_after = msg.get("retry_after")
+            await asyncio.sleep(float(retry_after) if isinstance(retry_after, (int, float)) else 1.0)
+            resend = getattr(sock, "resend", None)
+            if resend is not None and await resend(in_flight):
+                continue
+            in_flight = None
         elif kind == "error" and msg.get("seq") == in_flight:
             in_flight = None
             errors += 1

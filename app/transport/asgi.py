@@ -328,6 +328,7 @@ async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, A
                 return
             conn.push(encode(error("too_many_messages", f"more than {budget.rate:g} messages a second: this one "
                                    "was not served; retry after retry_after seconds",
+                                   seq=session.act_seq(frame.get("text")),
                                    retry_after=round(budget.retry_after(), 3))))
             continue
         try:
@@ -335,7 +336,7 @@ async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, A
         except ProtocolError as exc:
             if exc.code != "malformed_message":
                 metrics.errors.labels(exc.code).inc()
-            conn.push(encode(error(exc.code, exc.message, seq=_act_seq(frame.get("text"))
+            conn.push(encode(error(exc.code, exc.message, seq=session.act_seq(frame.get("text"))
                                    if exc.code == "invalid_text" else None)))
             continue
         if msg.get("type") == "act":
@@ -348,17 +349,6 @@ async def _serve(ws: WebSocket, conn: Connection, send_on: Callable[[dict[str, A
             conn.push(encode(error("internal_error", "the server could not handle this message")))
             conn.close(1011, "internal error")
             return
-
-
-def _act_seq(text: str | None) -> int | None:
-    """The ``seq`` of an ``act`` refused for its text (a NUL): echoed, as every answer to an act is
-    (protocol.md); None for anything else. Only on that error's path: the frame is parsed again."""
-    try:
-        value = orjson.loads(text or "")
-    except orjson.JSONDecodeError:
-        return None
-    seq = value.get("seq") if isinstance(value, dict) and value.get("type") == "act" else None
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 2**62 else None
 
 
 async def serve_direct(scope: dict[str, Any], receive: Any, send: Any) -> bool:

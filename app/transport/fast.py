@@ -403,6 +403,7 @@ class FastSocket(FrameReading, BudgetRules, asyncio.Protocol):  # type: ignore[m
                 return
             self.push(encode(error("too_many_messages", f"more than {self.rate:g} messages a second: this one "
                                    "was not served; retry after retry_after seconds",
+                                   seq=session.act_seq(payload),
                                    retry_after=round(self.retry_after(), 3))))
             return
         if isinstance(payload, bytes):
@@ -413,7 +414,7 @@ class FastSocket(FrameReading, BudgetRules, asyncio.Protocol):  # type: ignore[m
         except ProtocolError as exc:
             if exc.code != "malformed_message":
                 metrics.errors.labels(exc.code).inc()
-            seq = _act_seq(payload) if exc.code == "invalid_text" else None
+            seq = session.act_seq(payload) if exc.code == "invalid_text" else None
             self.push(encode(error(exc.code, exc.message, seq=seq)))
             return
         if msg.get("type") == "act":
@@ -587,14 +588,3 @@ class FastSocket(FrameReading, BudgetRules, asyncio.Protocol):  # type: ignore[m
             state.metrics.sockets.dec()
             if self.player_id is not None:
                 state.socket_slots.give_back(self.player_id, self)
-
-
-def _act_seq(text: str) -> int | None:
-    """The ``seq`` of an ``act`` refused for its text (a NUL): echoed, as every answer to an act is
-    (protocol.md); None for anything else."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    seq = value.get("seq") if isinstance(value, dict) and value.get("type") == "act" else None
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 2**62 else None

@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from app.api.deps import player_for_token
 from app.api.limits import admit_socket
 from app.games.base import ADMIN, SPECTATOR
@@ -31,8 +33,8 @@ from app.runtime.wire import error
 
 log = logging.getLogger("bannerfall.ws")
 
-__all__ = ["Admitted", "Budget", "BudgetRules", "Refused", "admit", "attach", "detach", "forward", "read_hello",
-           "viewer_for"]
+__all__ = ["Admitted", "Budget", "BudgetRules", "Refused", "act_seq", "admit", "attach", "detach", "forward",
+           "read_hello", "viewer_for"]
 
 #: the path of the match socket (``/ws/matches/{match_id}``; the id is one path segment)
 PATH_PREFIX = "/ws/matches/"
@@ -253,3 +255,19 @@ class Budget(BudgetRules):
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.reset_budget(rate, burst, now)
+
+
+def act_seq(text: str | bytes | None) -> int | None:
+    """The ``seq`` of an ``act`` refused before it was checked (over the socket's message budget,
+    or for its text: a NUL), echoed as every answer to an act is (docs/protocol.md, "Error codes
+    on the socket"), so the client knows which act to resend: an int in [0, 2**62), or None for
+    anything else (a binary frame, not JSON, not an ``act``, no valid ``seq``). Only on those
+    refusals' paths: the frame, already bounded by ``MAX_MESSAGE_BYTES``, is parsed again."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    seq = value.get("seq") if isinstance(value, dict) and value.get("type") == "act" else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 2**62 else None

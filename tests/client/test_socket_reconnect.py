@@ -15,7 +15,7 @@ import orjson
 import pytest
 import websockets
 
-from app.client.socket import PROTOCOL, RECONNECT_CODES, Backoff, MatchSocket
+from app.client.socket import PROTOCOL, RECONNECT_CODES, Backoff, MatchSocket, play
 
 
 def state(version: int, *, server_time: float, deadline_at: float | None = None) -> dict[str, Any]:
@@ -139,6 +139,40 @@ async def test_an_act_answered_match_moved_is_resent_and_a_replaced_socket_is_no
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await sock.recv(timeout=5)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
+    finally:
+        await sock.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_play_resends_an_act_refused_by_the_message_budget_with_its_seq_after_retry_after():
+    """``too_many_messages`` for the act in flight is not a rejection: ``play`` waits the error's
+    ``retry_after`` and sends the same act with the same seq (protocol.md, "Error codes on the
+    socket"), instead of deciding again or waiting for an ack that will never come."""
+    async def only(ws, recv):
+        await recv()
+        prompted = state(0, server_time=time.time(), deadline_at=time.time() + 60)
+        await ws.send(orjson.dumps(prompted).decode())
+        first = await recv()
+        await ws.send(json.dumps({"type": "error", "seq": first["seq"], "code": "too_many_messages",
+                                  "message": "slow down", "retry_after": 0.05}))
+        again = await recv()
+        assert again == first
+        await ws.send(json.dumps({"type": "ack", "seq": again["seq"], "version": 1}))
+        await ws.send(json.dumps({"type": "ended", "status": "finished", "seed": "s"}))
+        await ws.wait_closed()
+
+    script = Script(only)
+    server, url = await serve(script)
+    sock = MatchSocket(url, "m1", "tok")
+    decisions: list[int] = []
+    try:
+        await sock.connect()
+        ended = await play(sock, lambda view, prompt: decisions.append(1) or {"type": "a"}, idle_timeout=10)
+        assert ended["type"] == "ended"
+        assert decisions == [1]                           # decided once, sent twice
+        assert [m.get("seq") for m in script.received[0] if m["type"] == "act"] == [1, 1]
+        assert not sock.unacked
     finally:
         await sock.close()
         server.close()

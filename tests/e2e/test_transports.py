@@ -87,6 +87,32 @@ async def test_messages_past_the_budget_are_refused_then_the_socket_is_closed(bu
         await table.close()
 
 
+async def test_an_act_past_the_budget_is_refused_with_its_seq_and_served_when_resent(budget_server):
+    """Budget 5/s, burst 5: of 8 acts sent at once, acts 6-8 get ``too_many_messages`` carrying their
+    own ``seq`` (so a client knows which act to resend); act 6 resent with its seq after the error's
+    ``retry_after`` is served (answered by the game, not by the budget)."""
+    url = budget_server.url
+    table = await start_match(url, "provinces", 2, options={"turn_seconds": 600})
+    try:
+        sock, _ = await connect(url, table.match_id, table.players[0].token)
+        for seq in range(1, 9):
+            await sock.send({"type": "act", "seq": seq, "action": {"type": "end_turn"}})
+        answers: dict[int, dict] = {}
+        while len(answers) < 8:
+            msg = await recv_until(sock, lambda m: m["type"] in ("ack", "error"))
+            answers[msg["seq"]] = msg
+        refused = {seq for seq, m in answers.items() if m.get("code") == "too_many_messages"}
+        assert refused == {6, 7, 8}
+        assert all(answers[seq]["retry_after"] > 0 for seq in refused)
+        await asyncio.sleep(answers[8]["retry_after"])  # the wait the server asked for
+        await sock.send({"type": "act", "seq": 6, "action": {"type": "end_turn"}})
+        again = await recv_until(sock, lambda m: m["type"] in ("ack", "error") and m.get("seq") == 6)
+        assert again.get("code") != "too_many_messages"
+        await sock.close()
+    finally:
+        await table.close()
+
+
 def _upgrade(port: int, path: str) -> tuple[socket.socket, bytes]:
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
