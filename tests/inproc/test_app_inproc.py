@@ -54,28 +54,6 @@ async def test_a_match_against_an_in_process_bot_plays_to_the_end(tmp_path):
         assert out.exit_code == 0 and "match over" in out.output, out.output
 
 
-async def test_a_seat_past_its_message_budget_resends_after_retry_after_and_plays_to_the_end(tmp_path):
-    """A client faster than the socket's budget (200 a second, bursts of 10): each refused act's
-    ``too_many_messages`` names its seq, ``play`` resends it after ``retry_after``, and the match
-    still ends (the socket is never closed for 10 refusals in a row)."""
-    async with running_node(tmp_path, socket_messages_per_second=200.0, socket_message_burst=10) as node:
-        host, match_id, seat = await _bot_table(node)
-        refused: list[dict] = []
-
-        def watch(msg: dict) -> None:
-            if msg.get("code") == "too_many_messages":
-                refused.append(msg)
-
-        async with node.socket(match_id) as ws:
-            sock = InprocSocket(ws)
-            await sock.send({"type": "hello", "token": host.token})
-            ended = await asyncio.wait_for(play(sock, make_bot("provinces", "random", 7).decide, on_message=watch), 60)
-        assert ended["type"] == "ended" and ended["status"] == "finished"
-        assert refused and all(isinstance(m.get("seq"), int) for m in refused)
-        assert not sock.unacked, "every refused act was resent and answered"
-        await host.close()
-
-
 async def test_a_gap_in_the_log_fails_cli_replay_like_the_server(tmp_path):
     """``bannerfall replay`` runs the server's replay: a missing record is a failure, not skipped."""
     async with running_node(tmp_path) as node:
