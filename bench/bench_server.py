@@ -71,6 +71,25 @@ def hot_paths() -> str:
     return "compiled" if why is None else f"source: {why}"
 
 
+#: the installed distributions whose versions a benchmark's figures depend on (the server's socket,
+#: HTTP and database paths and the load generators' clients), recorded with every run: the project
+#: has no lock file, so each fresh install may resolve newer releases
+VERSIONED = ("uvicorn", "uvloop", "httptools", "websockets", "starlette", "fastapi", "pydantic", "pydantic-core",
+             "orjson", "sqlalchemy", "aiosqlite", "asyncpg", "redis", "httpx", "httpx-ws", "anyio", "mypy")
+
+
+def dependency_versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`VERSIONED` (None: not installed)."""
+    from importlib import metadata
+    out: dict[str, str | None] = {}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def machine_info() -> dict[str, Any]:
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -87,7 +106,8 @@ def machine_info() -> dict[str, Any]:
     return {"git_head": git, "app_uncommitted": [d.strip() for d in dirty if d.strip()],
             "hot_paths": hot_paths(), "nproc": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
             "node": node, "kernel": platform.release(), "loadavg": os.getloadavg(),
-            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+            "versions": dependency_versions()}
 
 
 def proc_cpu_seconds(pid: int) -> float:
@@ -457,10 +477,16 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- phases
 #: ``python -c GC_WRAPPER log|off``: ``bannerfall serve`` with its cyclic-GC collections timed (one line
 #: "epoch generation wall_ms tracked_objects(-1 unless gen 2) cpu_ms collected" per collection in $BENCH_GC_LOG),
-#: or with the GC disabled (collections are then not logged).
+#: or with the GC disabled (collections are then not logged). Diagnosis only, from the environment:
+#: ``BENCH_GC_REFS=K`` appends, every K-th young collection, what it walks (objects and the references
+#: it follows, by type) to ``$BENCH_GC_LOG.refs``; ``BENCH_SWITCH_INTERVAL=S`` sets
+#: ``sys.setswitchinterval(S)`` (how long a thread waiting for the GIL, such as SQLite's log
+#: committer, lets the event loop run before it asks for it).
 GC_WRAPPER = """
 import gc, os, sys, time
 mode = sys.argv[1]
+if os.environ.get('BENCH_SWITCH_INTERVAL'):
+    sys.setswitchinterval(float(os.environ['BENCH_SWITCH_INTERVAL']))
 if mode == 'off':
     gc.disable()
 out = open(os.environ['BENCH_GC_LOG'], 'a', buffering=1)
@@ -483,6 +509,24 @@ def cb(phase, info):
                     dump.write('%8d %s\\n' % (n, kind))
                 for o in [o for o in young if type(o) is tuple][:20]:
                     dump.write(('tuple %r' % (o,))[:300] + '\\n')
+        if refs_every and info['generation'] == 0:
+            refs_seen[0] += 1
+            if refs_seen[0] % refs_every == 0:
+                # BENCH_GC_REFS=K: every K-th young collection, what it walks: objects and the
+                # references it follows (tp_traverse visits), by type
+                import collections
+                young = gc.get_objects(0)
+                visits = collections.Counter()
+                counts = collections.Counter()
+                for o in young:
+                    kind = type(o).__module__ + '.' + type(o).__qualname__
+                    counts[kind] += 1
+                    visits[kind] += len(gc.get_referents(o))
+                with open(os.environ['BENCH_GC_LOG'] + '.refs', 'a') as dump:
+                    dump.write('%.3f: %d objects, %d references\\n' % (time.time(), len(young), sum(visits.values())))
+                    for kind, n in visits.most_common(25):
+                        dump.write('%8d refs %6d objs %s\\n' % (n, counts[kind], kind))
+                del young
         start[0] = time.perf_counter()
         start[1] = time.thread_time()
     else:
@@ -493,6 +537,8 @@ def cb(phase, info):
         tracked = start[2] if sizes else (len(gc.get_objects(2)) if info['generation'] == 2 else -1)
         out.write('%.3f %d %.3f %d %.3f %d\\n' % (time.time(), info['generation'], ms, tracked, cpu_ms,
                                                   info['collected']))
+refs_every = int(os.environ.get('BENCH_GC_REFS') or 0)
+refs_seen = [0]
 gc.callbacks.append(cb)
 census_path = os.environ.get('BENCH_CENSUS_PATH')
 if census_path:

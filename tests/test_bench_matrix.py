@@ -193,3 +193,21 @@ def test_a_reference_measured_before_and_after_is_judged_by_the_mean_of_both_run
     assert both["drift"] == pytest.approx(1.2) and both["connections"] == 200
     assert matrix.fastapi_ratio({"actions_per_server_cpu_s": 3300.0}, {"fastapi": both}) == 1.0
     assert matrix.bracket(first, {"error": "x"}) is first  # a failed second run: the first stands
+
+
+def test_every_benchmark_records_the_dependency_versions_it_ran_with() -> None:
+    """``machine_info`` (the ``machine`` block of every benchmark's JSON) names the installed version
+    of each distribution the figures depend on, and None for one that is not installed."""
+    from importlib import metadata
+
+    server = sys.modules["bench_server"]
+    versions = server.machine_info()["versions"]
+    assert set(versions) == set(server.VERSIONED)
+    assert versions["fastapi"] == metadata.version("fastapi")
+    assert versions["uvicorn"] == metadata.version("uvicorn")
+    original = server.VERSIONED
+    try:
+        server.VERSIONED = ("no-such-distribution-bannerfall",)
+        assert server.dependency_versions() == {"no-such-distribution-bannerfall": None}
+    finally:
+        server.VERSIONED = original
