@@ -195,7 +195,7 @@ def test_a_reference_measured_before_and_after_is_judged_by_the_mean_of_both_run
     assert matrix.bracket(first, {"error": "x"}) is first  # a failed second run: the first stands
 
 
-def test_every_benchmark_records_the_dependency_versions_it_ran_with() -> None:
+def test_every_benchmark_records_the_dependency_versions_it_ran_with(monkeypatch: pytest.MonkeyPatch) -> None:
     """``machine_info`` (the ``machine`` block of every benchmark's JSON) names the installed version
     of each distribution the figures depend on, and None for one that is not installed."""
     from importlib import metadata
@@ -205,9 +205,5 @@ def test_every_benchmark_records_the_dependency_versions_it_ran_with() -> None:
     assert set(versions) == set(server.VERSIONED)
     assert versions["fastapi"] == metadata.version("fastapi")
     assert versions["uvicorn"] == metadata.version("uvicorn")
-    original = server.VERSIONED
-    try:
-        server.VERSIONED = ("no-such-distribution-bannerfall",)
-        assert server.dependency_versions() == {"no-such-distribution-bannerfall": None}
-    finally:
-        server.VERSIONED = original
+    monkeypatch.setattr(server, "VERSIONED", ("no-such-distribution-bannerfall",))
+    assert server.dependency_versions() == {"no-such-distribution-bannerfall": None}
