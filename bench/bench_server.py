@@ -591,6 +591,29 @@ if census_path:
         del objs
         rec['gc_tracked'] = sum(counts.values())
         rec['types'] = [[k, counts[k], sizes[k] // 1024] for k, _ in sizes.most_common(40)]
+        owners_of = [t for t in (os.environ.get('BENCH_CENSUS_OWNERS') or '').split(',') if t]
+        if owners_of:
+            # BENCH_CENSUS_OWNERS=type,...: who holds the objects of these types (module.qualname):
+            # for up to 200 of each, the referrer's type, and for a dict or list its own referrer's,
+            # so that what keeps them alive is named (diagnosis only: it walks the heap again)
+            objs = gc.get_objects()
+            own = {}
+            def kind(o):
+                return type(o).__module__ + '.' + type(o).__qualname__
+            for t in owners_of:
+                chains = collections.Counter()
+                for o in [o for o in objs if kind(o) == t][:200]:
+                    for r in gc.get_referrers(o):
+                        if r is objs or type(r).__name__ == 'frame':
+                            continue
+                        name = kind(r)
+                        if isinstance(r, (dict, list, set, tuple)):
+                            up = [kind(u) for u in gc.get_referrers(r) if u is not objs and type(u).__name__ != 'frame'][:2]
+                            name += ' <- ' + '|'.join(up)
+                        chains[name] += 1
+                own[t] = chains.most_common(8)
+            del objs
+            rec['owners'] = own
         if os.environ.get('BENCH_TRACEMALLOC') == '1':
             snap = tracemalloc.take_snapshot().filter_traces((
                 tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, '<frozen importlib._bootstrap>')))

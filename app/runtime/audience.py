@@ -39,10 +39,19 @@ class AudienceBook:
         self.game = game
         #: the viewer of each audience: seats 0..n-1, then SPECTATOR
         self.keys: tuple[int, ...] = (*range(seat_count), SPECTATOR)
-        self.versions: list[int] = list(versions) if versions is not None else [0] * len(self.keys)
+        self.versions: Sequence[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: list[Document] = [document(status, prompts, view) for view in _view_parts(game, state, self.keys)]
+        self.docs: Sequence[Document] = [document(status, prompts, view) for view in _view_parts(game, state, self.keys)]
+
+    def hand_over(self) -> tuple[tuple[int, ...], tuple[Document, ...]]:
+        """The versions and documents the book holds, as tuples, now the caller's alone: the book keeps
+        none (a live match's documents are its snapshots', ``app/runtime/step.py``; keeping the
+        first ones here would hold the deal's documents, and two lists, for the match's whole life).
+        :meth:`advance` needs them back: a book handed over is only :meth:`step`'s."""
+        held = tuple(self.versions), tuple(self.docs)
+        self.versions, self.docs = (), ()
+        return held
 
     def document(self, state: Any, viewer: int, status: bytes, prompts: Part) -> Document:
         """``viewer``'s document (``Game.view_parts`` of that viewer alone, with ``status`` and ``prompts``)."""
@@ -91,8 +100,7 @@ class AudienceBook:
         """:meth:`step` from the book's own :attr:`versions` and :attr:`docs`, which it then holds
         (tools and tests that follow a log by hand). Returns the audiences that changed."""
         versions, docs, changed = self.step(self.versions, self.docs, state, status, prompts, events, wanted)
-        self.versions[:] = versions
-        self.docs[:] = docs
+        self.versions, self.docs = versions, docs
         return changed
 
 

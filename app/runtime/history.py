@@ -77,10 +77,12 @@ class EventHistory:
         self.width = width
         #: per record of the window, oldest first: its version, then each audience's version after it
         self._marks = array("q")
-        #: sealed records, CHUNK per compressed blob, oldest first (the first may hold dropped ones)
-        self._chunks: deque[bytes] = deque()
+        #: sealed records, CHUNK per compressed blob, oldest first (the first may hold dropped ones);
+        #: tuples of atoms, as ``_open`` and ``_front``: the cyclic collector untracks them, so a live
+        #: match's history is two tracked objects (itself and ``_marks``) until a record spills
+        self._chunks: tuple[bytes, ...] = ()
         #: the newest records' JSON lines, not sealed yet
-        self._open: list[str] = []
+        self._open: tuple[str, ...] = ()
         #: records of the oldest chunk already dropped
         self._first = 0
         self._count = 0
@@ -89,11 +91,12 @@ class EventHistory:
         #: the audience versions before the first record this history was given (it knows nothing older)
         self._base: tuple[int, ...] | None = self._floor
         #: the oldest chunk's lines once decompressed (records leaving the window are read from it)
-        self._front: list[bytes] | None = None
+        self._front: tuple[bytes, ...] | None = None
         #: spilled records: match version -> [compressed JSON line, audience versions, audiences holding it]
         self._spill: dict[int, list[Any]] = {}
-        #: per audience, the spilled records it holds: (its version at the record, match version), ascending
-        self._wants: list[deque[tuple[int, int]]] = [deque() for _ in range(width)]
+        #: per audience holding spilled records, those records: (its version at the record, match
+        #: version), ascending (an audience is absent while it holds none)
+        self._wants: dict[int, deque[tuple[int, int]]] = {}
         for version, events, versions in entries:
             self.append(version, events, versions)
 
@@ -152,18 +155,18 @@ class EventHistory:
             if self._chunks:
                 self._first += 1
                 if self._first == CHUNK:
-                    self._chunks.popleft()
+                    self._chunks = self._chunks[1:]
                     self._front = None
                     self._first = 0
             else:
-                del self._open[0]
+                self._open = self._open[1:]
         self._marks.append(version)
         self._marks.extend(versions)
-        self._open.append(_line(events))
+        self._open += (_line(events),)
         self._count += 1
         if len(self._open) == CHUNK:
-            self._chunks.append(zlib.compress("\n".join(self._open).encode(), 1))
-            self._open = []
+            self._chunks += (zlib.compress("\n".join(self._open).encode(), 1),)
+            self._open = ()
         if self._spill:
             self._release(versions)
 
@@ -173,7 +176,7 @@ class EventHistory:
         and still needs it."""
         if self._chunks:
             if self._front is None:
-                self._front = zlib.decompress(self._chunks[0]).split(b"\n")
+                self._front = tuple(zlib.decompress(self._chunks[0]).split(b"\n"))
             line = self._front[self._first]
         else:
             line = self._open[0].encode()
@@ -182,7 +185,10 @@ class EventHistory:
         for i in range(self.width):
             v = versions[i]
             if v > before[i] and v > newest[i] - size:
-                self._wants[i].append((v, version))
+                wants = self._wants.get(i)
+                if wants is None:
+                    wants = self._wants[i] = deque()
+                wants.append((v, version))
                 holders += 1
         self._spill[version] = [zlib.compress(line, 1), versions, holders, before]
 
@@ -190,7 +196,7 @@ class EventHistory:
         """Drop, per audience, the spilled records that are no longer among its last ``size``."""
         size = self.size
         spill = self._spill
-        for i, wants in enumerate(self._wants):
+        for i, wants in list(self._wants.items()):
             limit = newest[i] - size
             while wants and wants[0][0] <= limit:
                 _v, version = wants.popleft()
@@ -198,6 +204,8 @@ class EventHistory:
                 entry[2] -= 1
                 if entry[2] == 0:
                     del spill[version]
+            if not wants:
+                del self._wants[i]
 
     def _rows(self, wanted: list[int]) -> Iterator[tuple[int, list[Any]]]:
         """``(k, rows)`` of the window's records ``wanted`` (ascending indexes, 0 = oldest kept)."""
@@ -226,7 +234,7 @@ class EventHistory:
             own = self.floor[audience]
             if after < own:
                 after = own
-            for v, version in self._wants[audience]:  # spilled: older than the window
+            for v, version in self._wants.get(audience, ()):  # spilled: older than the window
                 if after < v <= upto:
                     rows = orjson.loads(zlib.decompress(self._spill[version][0]))
                     for kind, data, seen_by in rows:

@@ -118,8 +118,10 @@ class MatchRunner:
         self._now = now
         self.peers: set[Peer] = set()
         self.seat_peers: dict[int, Peer] = {}
-        self.spectators: set[Peer] = set()
-        self.admins: set[Peer] = set()
+        #: the spectators' and the admins' peers (dicts used as ordered sets: an empty dict is not
+        #: tracked by the cyclic collector, and most matches have neither)
+        self.spectators: dict[Peer, None] = {}
+        self.admins: dict[Peer, None] = {}
         book = snapshot.book
         if book is None:
             raise ValueError("a runner needs a snapshot with its audiences (replay with audiences=True)")
@@ -133,7 +135,9 @@ class MatchRunner:
         self._admin_doc: tuple[int, Document] | None = None
         #: the spectators' last sent (version, document), and the pending batched send
         spectators = len(book.keys) - 1
-        self._spectators_sent: tuple[int, Document] = (snapshot.versions[spectators], snapshot.docs[spectators])
+        #: (two attributes, not a tuple: a tuple holding a dict stays tracked by the cyclic collector)
+        self._spectators_version: int = snapshot.versions[spectators]
+        self._spectators_doc: Document = snapshot.docs[spectators]
         self._spectator_patch = spectator_patch_seconds
         self._call_later = call_later
         self._flush_handle: Any = None
@@ -233,9 +237,9 @@ class MatchRunner:
                 old.close(CLOSE_REPLACED, "replaced by a newer connection for this seat")
             self.seat_peers[viewer] = peer
         elif viewer == ADMIN:
-            self.admins.add(peer)
+            self.admins[peer] = None
         else:
-            self.spectators.add(peer)
+            self.spectators[peer] = None
         self.peers.add(peer)
         events: list[dict[str, Any]] = []
         complete = True
@@ -249,8 +253,8 @@ class MatchRunner:
 
     def detach(self, peer: Peer) -> None:
         self.peers.discard(peer)
-        self.spectators.discard(peer)
-        self.admins.discard(peer)
+        self.spectators.pop(peer, None)
+        self.admins.pop(peer, None)
         if peer.viewer >= 0 and self.seat_peers.get(peer.viewer) is peer:
             del self.seat_peers[peer.viewer]
 
@@ -570,7 +574,8 @@ class MatchRunner:
         """The spectators' document moved: send it now, or within ``spectator_patch_seconds``."""
         if not self.spectators:
             i = len(self.book.keys) - 1
-            self._spectators_sent = (self.durable.versions[i], self.durable.docs[i])
+            self._spectators_version = self.durable.versions[i]
+            self._spectators_doc = self.durable.docs[i]
             return
         if self._spectator_patch <= 0 or self._call_later is None:
             self._flush_spectators()
@@ -582,10 +587,10 @@ class MatchRunner:
         self._flush_handle = None
         i = len(self.book.keys) - 1
         version, doc = self.durable.versions[i], self.durable.docs[i]
-        base, old_doc = self._spectators_sent
+        base, old_doc = self._spectators_version, self._spectators_doc
         if version == base:
             return
-        self._spectators_sent = (version, doc)
+        self._spectators_version, self._spectators_doc = version, doc
         if base < self.history.floor[i]:  # more records than the event window since the last send
             for peer in list(self.spectators):
                 peer.sent_version = -1  # a full state with the events still in memory

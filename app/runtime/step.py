@@ -119,11 +119,11 @@ def start(game: Game, seat_count: int, state: Any, deadlines: Mapping[int, float
     deadlines = dict(deadlines or {})
     book = AudienceBook(game, seat_count, state, status_part(status), prompts_part(prompts, deadlines),
                         versions) if audiences else None
-    at = tuple(book.versions) if book is not None else ()
+    at, docs = book.hand_over() if book is not None else ((), ())
     starts = {p.phase_id: tuple((phase_starts or {}).get(p.phase_id, at)) for p in prompts}
     return Snapshot(game=game, book=book, state=state, version=version, status=status, prompts=prompts,
                     deadlines=deadlines, prompts_part=prompts_part(prompts, deadlines) if book is not None else (),
-                    phase_starts=starts, versions=at, docs=tuple(book.docs) if book is not None else (),
+                    phase_starts=starts, versions=at, docs=docs,
                     outcome=game.outcome(state) if running else outcome, ended_at=None)
 
 
@@ -139,7 +139,7 @@ def apply_record(snapshot: Snapshot, row: LogRow, wanted: Container[int] | None 
     - ``abort`` (``action.reason``): status ``aborted``, no prompts, every open phase closed, the
       outcome ``aborted: <reason>`` without ranks.
     - ``act``/``deadline``: ``Game.apply(state, seat, action)``; then the prompts (equal prompts keep
-      their objects); a phase still open keeps its deadline, a new one gets ``created_at +
+      their objects, the list's and each seat's); a phase still open keeps its deadline, a new one gets ``created_at +
       deadline_seconds`` and starts at the audience versions after the record; status ``finished``
       once the engine gives an outcome.
     - every record: each audience's version and document (:meth:`AudienceBook.step`; patches only
@@ -178,6 +178,9 @@ def apply_record(snapshot: Snapshot, row: LogRow, wanted: Container[int] | None 
         prompts = game.prompts(state)
         if prompts == snapshot.prompts:  # equal prompts keep their objects (nothing new for the collector)
             prompts = snapshot.prompts
+        elif snapshot.prompts and prompts:  # and so does each seat's prompt that did not change
+            kept = {p.seat: p for p in snapshot.prompts}
+            prompts = [old if (old := kept.get(p.seat)) is not None and old == p else p for p in prompts]
         deadlines, armed, ended = _phases(snapshot.deadlines, prompts, now)
         outcome = game.outcome(state)
         status = "running"

@@ -101,7 +101,7 @@ def play_case(name: str, game_id: str, seats: int, options: dict[str, Any] | Non
         seat, action = step
         runner.act(peers[seat], k, action)
         records = runner.version
-        log.update(json.dumps(runner.book.versions).encode())
+        log.update(json.dumps(runner.applied.versions).encode())
         if k % 37 == 36:  # a socket comes back a few versions back: the events it missed, from the history
             back = _Peer(seat, seat != 0, every)
             runner.attach(back, since_version=max(0, peers[seat].sent_version - 3))
