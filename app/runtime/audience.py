@@ -42,7 +42,8 @@ class AudienceBook:
         self.versions: Sequence[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: Sequence[Document] = [document(status, prompts, view) for view in _view_parts(game, state, self.keys)]
+        self.docs: Sequence[Document] = [document(status, prompts, view)
+                                         for view in _view_parts(game, state, self.keys)]
 
     def hand_over(self) -> tuple[tuple[int, ...], tuple[Document, ...]]:
         """The versions and documents the book holds, as tuples, now the caller's alone: the book keeps
