@@ -602,15 +602,19 @@ if census_path:
                 return type(o).__module__ + '.' + type(o).__qualname__
             for t in owners_of:
                 chains = collections.Counter()
-                for o in [o for o in objs if kind(o) == t][:200]:
+                sample = [o for o in objs if kind(o) == t][:200]
+                mine = (objs, sample)
+                for o in sample:
                     for r in gc.get_referrers(o):
-                        if r is objs or type(r).__name__ == 'frame':
+                        if any(r is m for m in mine) or type(r).__name__ in ('frame', 'list_iterator'):
                             continue
                         name = kind(r)
                         if isinstance(r, (dict, list, set, tuple)):
-                            up = [kind(u) for u in gc.get_referrers(r) if u is not objs and type(u).__name__ != 'frame'][:2]
+                            up = [kind(u) for u in gc.get_referrers(r)
+                                  if not any(u is m for m in mine) and type(u).__name__ not in ('frame', 'list_iterator')][:2]
                             name += ' <- ' + '|'.join(up)
                         chains[name] += 1
+                del sample, mine
                 own[t] = chains.most_common(8)
             del objs
             rec['owners'] = own

@@ -272,30 +272,38 @@ class EventHistory:
 
 
 class RecentSeqs:
-    """The last ``size`` client seqs of one seat (integers in [0, 2**62), as the protocol checks them)
-    and the seat's audience version each was acknowledged at (-1 while its record is committing).
+    """Every seat's last ``size`` client seqs (integers in [0, 2**62), as the protocol checks them)
+    and the seat's audience version each was acknowledged at (-1 while its record is committing): one
+    object per match, whatever its seat count.
 
-    Two ``bytearray`` rings of 8-byte integers (~2 KB for 128; a ``bytearray`` holds no references,
-    so the cyclic collector has only this object to track); a lookup of a seq above every one kept
-    (the usual case: clients count up) is known new at once, others scan the ring in C."""
+    Per seat, two ``bytearray`` rings of 8-byte integers (~2 KB for 128), held in tuples with each
+    seat's last slot written and highest seq kept (``bytearray`` and ``int`` hold no references, so
+    the cyclic collector untracks those tuples and has only this object to track); a lookup of a seq
+    above every one a seat keeps (the usual case: clients count up) is known new at once, others
+    scan the seat's ring in C. A seat never seen keeps nothing (``get`` gives None)."""
 
     __slots__ = ("_last", "_seqs", "_size", "_top", "_versions")
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._seqs = bytearray()
-        self._versions = bytearray()
-        self._last = -1  # the slot written last
-        self._top = -1  # no seq kept is above this
+        self._seqs: tuple[bytearray, ...] = ()
+        self._versions: tuple[bytearray, ...] = ()
+        self._last: tuple[int, ...] = ()  # per seat, the slot written last
+        self._top: tuple[int, ...] = ()  # per seat, no seq kept is above this
 
-    def __len__(self) -> int:
-        return len(self._seqs) >> 3
+    def count(self, seat: int) -> int:
+        """How many seqs ``seat`` keeps."""
+        return len(self._seqs[seat]) >> 3 if 0 <= seat < len(self._seqs) else 0
 
-    def _slot(self, seq: int) -> int:
-        if seq > self._top:
+    def seats(self) -> list[int]:
+        """The seats that keep seqs."""
+        return [seat for seat, seqs in enumerate(self._seqs) if seqs]
+
+    def _slot(self, seat: int, seq: int) -> int:
+        if seat < 0 or seat >= len(self._top) or seq > self._top[seat]:
             return -1
-        seqs = self._seqs
-        last = self._last
+        seqs = self._seqs[seat]
+        last = self._last[seat]
         key = seq.to_bytes(8, "little")
         if seqs[last << 3:(last << 3) + 8] == key:
             return last
@@ -308,31 +316,42 @@ class RecentSeqs:
                 return found >> 3
             start = found + 1
 
-    def get(self, seq: int) -> int | None:
-        """The version ``seq`` was acknowledged at, -1 while it is committing, None if not kept."""
-        slot = self._slot(seq)
+    def get(self, seat: int, seq: int) -> int | None:
+        """The version ``seat``'s ``seq`` was acknowledged at, -1 while it is committing, None if not kept."""
+        slot = self._slot(seat, seq)
         if slot < 0:
             return None
-        return int.from_bytes(self._versions[slot << 3:(slot << 3) + 8], "little", signed=True)
+        return int.from_bytes(self._versions[seat][slot << 3:(slot << 3) + 8], "little", signed=True)
 
-    def add(self, seq: int, version: int = -1) -> None:
-        """Keep ``seq`` (not kept yet), dropping the oldest once ``size`` are kept."""
+    def add(self, seat: int, seq: int, version: int = -1) -> None:
+        """Keep ``seat``'s ``seq`` (not kept yet), dropping the seat's oldest once it keeps ``size``.
+        ``seat`` ≥ 0 (ValueError otherwise)."""
+        if seat < 0:
+            raise ValueError(f"seat {seat}: seqs are kept for seats only")
+        grow = seat + 1 - len(self._seqs)
+        if grow > 0:
+            self._seqs += tuple(bytearray() for _ in range(grow))
+            self._versions += tuple(bytearray() for _ in range(grow))
+            self._last += (-1,) * grow
+            self._top += (-1,) * grow
+        seqs, versions = self._seqs[seat], self._versions[seat]
         key = seq.to_bytes(8, "little")
         value = version.to_bytes(8, "little", signed=True)
-        if len(self._seqs) < self._size << 3:
-            self._seqs += key
-            self._versions += value
-            self._last = (len(self._seqs) >> 3) - 1
+        if len(seqs) < self._size << 3:
+            seqs.extend(key)
+            versions.extend(value)
+            last = (len(seqs) >> 3) - 1
         else:
-            self._last = (self._last + 1) % self._size
-            at = self._last << 3
-            self._seqs[at:at + 8] = key
-            self._versions[at:at + 8] = value
-        if seq > self._top:
-            self._top = seq
+            last = (self._last[seat] + 1) % self._size
+            at = last << 3
+            seqs[at:at + 8] = key
+            versions[at:at + 8] = value
+        self._last = self._last[:seat] + (last,) + self._last[seat + 1:]
+        if seq > self._top[seat]:
+            self._top = self._top[:seat] + (seq,) + self._top[seat + 1:]
 
-    def acknowledge(self, seq: int, version: int) -> None:
-        """``seq`` was acknowledged at ``version`` (nothing if it is no longer kept)."""
-        slot = self._slot(seq)
+    def acknowledge(self, seat: int, seq: int, version: int) -> None:
+        """``seat``'s ``seq`` was acknowledged at ``version`` (nothing if it is no longer kept)."""
+        slot = self._slot(seat, seq)
         if slot >= 0:
-            self._versions[slot << 3:(slot << 3) + 8] = version.to_bytes(8, "little", signed=True)
+            self._versions[seat][slot << 3:(slot << 3) + 8] = version.to_bytes(8, "little", signed=True)

@@ -18,6 +18,7 @@ not replay``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -101,6 +102,8 @@ class MatchManager:
         #: called with the lag in seconds of each deadline that applied defaults (metrics)
         self.on_deadline_lag: Callable[[float], None] | None = None
         self._tasks: set[asyncio.Task] = set()
+        #: (the loop, the keyword arguments every runner made here shares): :meth:`_hooks`
+        self._shared_hooks: tuple[asyncio.AbstractEventLoop, dict[str, Any]] | None = None
         #: called with a match's meta when it ends here, durably (the meta-game settles specials)
         self.on_match_ended: Callable[[MatchRow], None] | None = None
         #: awaited in the transaction that inserts a new match (``Repository.create_match`` /
@@ -167,7 +170,7 @@ class MatchManager:
         cluster = self.cluster
         if cluster is None:
             return None
-        return lambda: cluster.holds(match_id)
+        return functools.partial(cluster.holds, match_id)  # one object per match (a lambda: three)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -304,9 +307,8 @@ class MatchManager:
         snapshot = start(game, match["seat_count"], None, parsed_deadlines(last) if status == "running" else {},
                          status=status, version=version, versions=[version] * (match["seat_count"] + 1))
         return MatchRunner(
-            match=match, game=game, snapshot=snapshot, log_writer=self.log_writer,
-            schedule=self._schedule, on_finished=self._finished_cb,
-            cancel=self._cancel, epoch=epoch, holds_lease=self._holds_lease(match["id"]), **self._fanout(),
+            match=match, game=game, snapshot=snapshot, log_writer=self.log_writer, epoch=epoch,
+            holds_lease=self._holds_lease(match["id"]), **self._hooks(),
         )
 
     def _end_unplayable(self, runner: MatchRunner, why: tuple[str, str]) -> None:
@@ -331,15 +333,22 @@ class MatchManager:
         assert isinstance(result.history, EventHistory)
         return MatchRunner(
             match=match, game=result.game, snapshot=result.snapshot, log_writer=self.log_writer,
-            schedule=self._schedule, on_finished=self._finished_cb, history=result.history,
-            client_seqs=result.client_seqs, cancel=self._cancel, epoch=epoch,
-            holds_lease=self._holds_lease(match["id"]), **self._fanout(),
+            history=result.history, client_seqs=result.client_seqs, epoch=epoch,
+            holds_lease=self._holds_lease(match["id"]), **self._hooks(),
         )
 
-    def _fanout(self) -> dict[str, Any]:
-        """How runners made here batch spectators (the loop's ``call_later``)."""
-        return {"spectator_patch_seconds": self.spectator_patch_seconds,
-                "call_later": asyncio.get_running_loop().call_later}
+    def _hooks(self) -> dict[str, Any]:
+        """What every runner made here is given alike: the manager's callbacks (``schedule``,
+        ``on_finished``, ``cancel``) and how it batches spectators (the loop's ``call_later``), as
+        the same objects for every runner (a bound method is a new object at each attribute read:
+        each one kept per live match is one more for the cyclic collector to walk)."""
+        loop = asyncio.get_running_loop()
+        hooks = self._shared_hooks
+        if hooks is None or hooks[0] is not loop:
+            hooks = self._shared_hooks = (loop, {
+                "schedule": self._schedule, "on_finished": self._finished_cb, "cancel": self._cancel,
+                "spectator_patch_seconds": self.spectator_patch_seconds, "call_later": loop.call_later})
+        return hooks[1]
 
     async def snapshot(self, match_id: str) -> MatchRunner | None:
         """A match to read (admin): the live runner if here, else a read-only copy rebuilt from the
@@ -538,9 +547,8 @@ class MatchManager:
                 await self.cluster.release(match["id"])
             raise
         runner = MatchRunner(match=match, game=game, state=state, version=0, log_writer=self.log_writer,
-                             deadlines=deadlines, schedule=self._schedule, on_finished=self._finished_cb,
-                             cancel=self._cancel, epoch=1, holds_lease=self._holds_lease(match["id"]),
-                             **self._fanout())
+                             deadlines=deadlines, epoch=1, holds_lease=self._holds_lease(match["id"]),
+                             **self._hooks())
         self.runners[match["id"]] = runner
         for phase_id, due in deadlines.items():
             self._schedule(match["id"], phase_id, due)

@@ -150,13 +150,12 @@ class MatchRunner:
         #: why the runner was dropped: None (it runs), "storage" (a write failed), "fenced" (stale
         #: owner: the database refused its epoch) or "moved" (its lease went: ``drop``)
         self.failure: str | None = None
-        #: seat -> its last client seqs and the version each was acked at (-1: waiting for the commit)
-        self._recent: dict[int, RecentSeqs] = {}
+        #: per seat, its last client seqs and the version each was acked at (-1: waiting for the commit)
+        self._recent = RecentSeqs(self.RECENT_PER_SEAT)
         self._waiters: dict[tuple[int, int], list[Peer]] = {}
         for seat, seqs in (client_seqs or {}).items():
-            cache = self._recent[seat] = RecentSeqs(self.RECENT_PER_SEAT)
             for cseq, ver in list(seqs.items())[-self.RECENT_PER_SEAT:]:
-                cache.add(cseq, ver)
+                self._recent.add(seat, cseq, ver)
 
     # ------------------------------------------------------------------ the two snapshots, read
     @property
@@ -344,8 +343,7 @@ class MatchRunner:
         if seat < 0:
             peer.push(encode(error("not_a_player", "spectators and admins cannot act", seq=client_seq)))
             return
-        recent = self._recent.get(seat)
-        acked = recent.get(client_seq) if recent is not None else None
+        acked = self._recent.get(seat, client_seq)
         if acked is not None:
             if acked < 0:  # same action still committing: answer when it is durable
                 self._waiters.setdefault((seat, client_seq), []).append(peer)
@@ -494,16 +492,11 @@ class MatchRunner:
 
     def _committing(self, seat: int, client_seq: int) -> None:
         """Remember ``client_seq`` as in flight (a duplicate waits for its answer)."""
-        recent = self._recent.get(seat)
-        if recent is None:
-            recent = self._recent[seat] = RecentSeqs(self.RECENT_PER_SEAT)
-        recent.add(client_seq)
+        self._recent.add(seat, client_seq)
 
     def _acknowledge(self, seat: int, client_seq: int, version: int, reply_to: Peer | None) -> None:
         """The action is durable: ``ack`` to the actor and to any duplicate waiting, and cached."""
-        cache = self._recent.get(seat)
-        if cache is not None:
-            cache.acknowledge(client_seq, version)
+        self._recent.acknowledge(seat, client_seq, version)
         text = encode(wire.ack(client_seq, version))
         if reply_to is not None:
             reply_to.push(text)

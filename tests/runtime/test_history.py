@@ -94,29 +94,50 @@ def test_built_from_entries_takes_the_first_entrys_versions_as_floor_unless_give
         EventHistory(256, len(KEYS)).append(1, [], (1, 2))
 
 
-def test_recent_seqs_match_an_ordered_dict_of_the_last_n():
+def test_recent_seqs_match_an_ordered_dict_of_the_last_n_per_seat():
     from collections import OrderedDict
 
     from app.runtime.history import RecentSeqs
 
     rng = random.Random(7)
     for size in (1, 4, 128):
-        recent, plain = RecentSeqs(size), OrderedDict()
-        for step in range(2000):
+        recent = RecentSeqs(size)
+        plain: dict[int, OrderedDict[int, int]] = {seat: OrderedDict() for seat in range(4)}
+        for step in range(3000):
+            seat = rng.choice([0, 0, 1, 3])  # seat 2 never acts: it keeps nothing
+            mine = plain[seat]
             seq = rng.choice([step, rng.randrange(0, step + 1), rng.randrange(0, 2**62)])
-            assert recent.get(seq) == plain.get(seq)
-            if seq in plain:
+            assert recent.get(seat, seq) == mine.get(seq)
+            if seq in mine:
                 continue
-            recent.add(seq)
-            plain[seq] = -1
-            while len(plain) > size:
-                plain.popitem(last=False)
-            assert len(recent) == len(plain)
+            recent.add(seat, seq)
+            mine[seq] = -1
+            while len(mine) > size:
+                mine.popitem(last=False)
+            assert recent.count(seat) == len(mine)
             if rng.random() < 0.8:  # most are acknowledged, some long after
-                acked = rng.choice(list(plain))
-                recent.acknowledge(acked, step)
-                plain[acked] = step
-        assert all(recent.get(s) == v for s, v in plain.items())
+                acked = rng.choice(list(mine))
+                recent.acknowledge(seat, acked, step)
+                mine[acked] = step
+        for seat, mine in plain.items():
+            assert all(recent.get(seat, s) == v for s, v in mine.items())
+            assert recent.count(seat) == len(mine)
+        assert recent.seats() == [0, 1, 3] and recent.get(2, 0) is None and recent.get(7, 0) is None
+        with pytest.raises(ValueError):
+            recent.add(-1, 5)
+
+
+def test_recent_seqs_are_one_tracked_object():
+    import gc
+
+    from app.runtime.history import RecentSeqs
+
+    recent = RecentSeqs(128)
+    for seq in range(600):
+        recent.add(seq % 4, seq, seq)
+    gc.collect()  # the tuples of bytearrays and ints are untracked by the first collection
+    held = [recent._seqs, recent._versions, recent._last, recent._top]
+    assert [gc.is_tracked(t) for t in held] == [False] * 4
 
 
 def test_records_an_audience_could_not_see_do_not_shrink_its_window():

@@ -110,7 +110,7 @@ def test_the_live_runner_equals_the_replay_of_its_log(game_id):
         assert result.history.floor == runner.history.floor
         for seat, seqs in result.client_seqs.items():
             for cseq, version in seqs.items():
-                kept = runner._recent[seat].get(cseq)
+                kept = runner._recent.get(seat, cseq)
                 assert kept is None or kept == version, (seat, cseq)
         # the log's deadlines are the ones the step derives (``bannerfall verify`` checks it too)
         from app.runtime.replay import deadline_disagreements
