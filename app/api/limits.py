@@ -241,6 +241,38 @@ def token_key(token: str) -> str:
 #: after a storage failure the limits are not checked for this many seconds (each check would
 #: wait for Redis's timeouts first)
 SKIP_AFTER_FAILURE_SECONDS = 2.0
+#: Seconds between two sweeps of expired keys in the embedded (memory) rate-limit storage
+SWEEP_SECONDS = 1.0
+
+_swept_storage: Any = None
+
+
+def swept_memory_storage() -> Any:
+    """A ``limits`` async ``MemoryStorage`` whose sweep of expired keys runs at most once every
+    :data:`SWEEP_SECONDS`. The library starts that sweep — one pass over every key it holds — after
+    each hit whose previous sweep has finished, so a node with many recent clients paid for all of
+    them on every request (87 µs a hit at 10,000 keys against 11 µs at 100, measured here). No count
+    depends on the sweep: a read drops an expired counter itself and a moving window compares
+    timestamps; the sweep only frees memory, now a second late at most.
+
+    The override is of the library's private ``__schedule_expiry`` (name-mangled):
+    ``tests/infra/test_limits_sweep.py`` fails if a release renames it."""
+    global _swept_storage
+    if _swept_storage is None:
+        from limits.aio.storage import MemoryStorage
+
+        class SweptMemoryStorage(MemoryStorage):
+            _next_sweep = 0.0
+
+            async def _MemoryStorage__schedule_expiry(self) -> None:
+                now = time.monotonic()
+                if now < self._next_sweep:
+                    return
+                self._next_sweep = now + SWEEP_SECONDS
+                await super()._MemoryStorage__schedule_expiry()  # type: ignore[misc]
+
+        _swept_storage = SweptMemoryStorage
+    return _swept_storage()
 
 
 class RateLimiter:
@@ -269,7 +301,7 @@ class RateLimiter:
         """(sliding-window counter, moving window) strategies over one storage, made at first use
         inside the server's event loop (the Redis client binds to it)."""
         if self._strategies is None:
-            from limits.aio.storage import MemoryStorage, RedisStorage
+            from limits.aio.storage import RedisStorage
             from limits.aio.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
 
             url = self.settings.redis_url
@@ -286,7 +318,7 @@ class RateLimiter:
                                             retry=Retry(NoBackoff(), 1,  # type: ignore[arg-type]
                                                         supported_errors=(RedisConnectionError,)))
             else:
-                storage = MemoryStorage()
+                storage = swept_memory_storage()
             self._strategies = (SlidingWindowCounterRateLimiter(storage), MovingWindowRateLimiter(storage))
         return self._strategies
 
