@@ -546,6 +546,8 @@ def census_growth(before: dict[str, Any], after: dict[str, Any], n: int) -> dict
         out["pymalloc_in_blocks_kb"] = per(pb["# bytes in allocated blocks"] / 1024, pa["# bytes in allocated blocks"] / 1024)
         out["pymalloc_arenas_kb"] = per(pb["# arenas allocated current"] * 1024, pa["# arenas allocated current"] * 1024)
     out["pymalloc_after"] = after.get("pymalloc")
+    if after.get("owners"):  # BENCH_CENSUS_OWNERS: who holds those types' objects (while playing)
+        out["owners"] = after["owners"]
     if after.get("grown_by_line"):
         out["lines"] = [[where, round(kb / n, 2), round(count / n, 2)] for where, kb, count in after["grown_by_line"][:30]]
     return out
@@ -575,6 +577,7 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
         # a few matches made one at a time: the wall time of one match alone (not played)
         _, alone = asyncio.run(make_matches(server.url, LONE_MATCHES, game, options, 1, f"lone{game[0]}",
                                             server.pid, "alone: ", quiet=True))
+        full0 = bs.full_collection(server.pid, work / "fullgc.jsonl") if args.full_gc else None
         rss_before = bs.proc_rss_kb(server.pid)
         census0 = bs.take_census(server.pid, work / "census.jsonl") if args.census != "off" else None
         print(f"  {game} {mode}: making {n:,} matches (concurrency {args.create_concurrency}) ...", flush=True)
@@ -627,6 +630,16 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
         # does (a pace that follows the seats thinking answers a stall, when they wait for acks, with a burst)
         ph = bs.run_phase(server, gens, {**cmd, "seconds": args.seconds, "think_adapt": not args.warmup})
         m1 = server.metrics()
+        full = None
+        if full0 is not None:  # after the measured phase: the forced collections change nothing measured
+            full1 = bs.full_collection(server.pid, work / "fullgc.jsonl")
+            full = {"before_matches": full0, "playing": full1,
+                    "tracked_per_match": (full1["tracked"] - full0["tracked"]) / n,
+                    "second_ms_per_1000_matches": 1000 * (full1["second_ms"] - full0["second_ms"]) / n}
+            print(f"  {game} {mode}: a full collection with the {n:,} matches live: {full1['second_ms']:.1f} ms "
+                  f"({full1['tracked']:,} tracked objects; {full0['second_ms']:.1f} ms and {full0['tracked']:,} before "
+                  f"they were made: {full['tracked_per_match']:.1f} objects and "
+                  f"{full['second_ms_per_1000_matches']:.1f} ms per 1,000 matches)", flush=True)
         cores = ph.get("cores_busy_pct") or {}
         gen_core = cores.get(f"cpu{args.generator_core}", {}).get("mean")
         row: dict[str, Any] = {
@@ -639,7 +652,7 @@ def measure_cell(server: bs.Server, game: str, mode: str, n: int, args: argparse
             "gc": gc_summary(ph.get("gc")),
             "server_cores": ph["server_cpu_s"] / ph["wall_s_incl_drain"],
             "server_sched_pct": ph.get("server_sched_pct"),
-            "kb_per_live_match": (rss_playing - rss_before) / n, "census": census,
+            "kb_per_live_match": (rss_playing - rss_before) / n, "census": census, "full_collection": full,
             "rss_kb": {"before_matches": rss_before, "matches_made": rss_made, "playing": rss_playing,
                        "end": bs.proc_rss_kb(server.pid)},
             "loadgen_loop_lag": ph.get("loadgen_loop_lag"), "loadgen_gc": ph.get("loadgen_gc"), "generator_core_busy_pct": gen_core,
@@ -681,6 +694,8 @@ def run_mode(mode: str, n: int, args: argparse.Namespace, tmp: Path, fd_limit: i
         exempt = ",".join(["127.0.0.1", "::1"] + [f"127.0.0.{i + 1}" for i in range(1, extra)])
         env = {"BANNERFALL_WS_COMPRESSION": "false", "BENCH_GC_LOG": str(work / "gc.log"),
                "BENCH_LAG_LOG": str(work / "lag.log"), "BANNERFALL_RATE_LIMIT_EXEMPT": exempt}
+        if args.full_gc:  # timed full collections on SIGUSR1 (bench_server.GC_WRAPPER)
+            env["BENCH_FULLGC_PATH"] = str(work / "fullgc.jsonl")
         if args.census != "off":  # memory censuses on SIGUSR2 (bench_server.GC_WRAPPER)
             env["BENCH_CENSUS_PATH"] = str(work / "census.jsonl")
             if args.census == "tracemalloc":
@@ -760,6 +775,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="a memory census of the server before making the matches and while they play (kept "
                          "under 'census' in the JSON, per match): 'objects' (malloc, pymalloc, objects by type), "
                          "'tracemalloc' (also allocations by source line; slows the server, so no latency figure counts)")
+    ap.add_argument("--full-gc", action="store_true",
+                    help="time two full collections in the server (SIGUSR1) before the matches are made and after "
+                         "the measured phase: what a collection of the old generation costs per live match "
+                         "(kept under 'full_collection' in the JSON)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the work directory (server logs, GC and lag logs)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--md-out", type=Path, default=None)

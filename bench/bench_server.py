@@ -629,6 +629,24 @@ if census_path:
         with open(census_path, 'a') as f:
             f.write(json.dumps(rec) + '\\n')
     signal.signal(signal.SIGUSR2, census)
+fullgc_path = os.environ.get('BENCH_FULLGC_PATH')
+if fullgc_path:
+    # SIGUSR1: two timed full collections, one JSON line in $BENCH_FULLGC_PATH: what a collection of
+    # the old generation costs with everything live now in it (the first also promotes the younger
+    # generations; the second is a full collection of a settled heap), and the objects it walked
+    import signal, json
+    def fullgc(signum, frame):
+        t0 = time.perf_counter()
+        first = gc.collect()
+        t1 = time.perf_counter()
+        second = gc.collect()
+        t2 = time.perf_counter()
+        tracked = len(gc.get_objects())
+        with open(fullgc_path, 'a') as f:
+            f.write(json.dumps({'t': time.time(), 'first_ms': (t1 - t0) * 1000, 'second_ms': (t2 - t1) * 1000,
+                                'tracked': tracked, 'frozen': gc.get_freeze_count(),
+                                'collected': [first, second]}) + '\\n')
+    signal.signal(signal.SIGUSR1, fullgc)
 lag_path = os.environ.get('BENCH_LAG_LOG')
 if lag_path:
     import asyncio, uvicorn
@@ -691,6 +709,21 @@ def take_census(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
             return json.loads(lines[-1])
         time.sleep(0.2)
     raise TimeoutError(f"no census from {pid} within {timeout:.0f} s")
+
+
+def full_collection(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
+    """Ask the server at ``pid`` (started with ``BENCH_FULLGC_PATH=path``) for two timed full
+    collections (GC_WRAPPER, SIGUSR1) and return the line it appends to ``path``: ``first_ms``,
+    ``second_ms``, ``tracked`` (objects the collector walks), ``frozen``, ``collected``."""
+    before = path.read_text().count("\n") if path.exists() else 0
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) > before and lines[-1].endswith("}"):
+            return json.loads(lines[-1])
+        time.sleep(0.2)
+    raise TimeoutError(f"no full collection from {pid} within {timeout:.0f} s")
 
 
 def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import logging
 import math
 import time
 import weakref
+from collections import defaultdict
 from collections.abc import AsyncIterator, Mapping
 from typing import Annotated, Any
 
@@ -247,6 +248,24 @@ SWEEP_SECONDS = 1.0
 _swept_storage: Any = None
 
 
+class _OneLock(defaultdict[str, asyncio.Lock]):
+    """The ``locks`` of :func:`swept_memory_storage`: ``locks[key]`` is one ``asyncio.Lock`` for every
+    key (made at first use, on the running loop) and ``pop`` forgets nothing, so the storage keeps
+    no object per key for its locking."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self._lock: asyncio.Lock | None = None
+
+    def __getitem__(self, key: str) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return default
+
+
 def swept_memory_storage() -> Any:
     """A ``limits`` async ``MemoryStorage`` whose sweep of expired keys runs at most once every
     :data:`SWEEP_SECONDS`. The library starts that sweep — one pass over every key it holds — after
@@ -255,14 +274,28 @@ def swept_memory_storage() -> Any:
     depends on the sweep: a read drops an expired counter itself and a moving window compares
     timestamps; the sweep only frees memory, now a second late at most.
 
-    The override is of the library's private ``__schedule_expiry`` (name-mangled):
-    ``tests/infra/test_limits_sweep.py`` fails if a release renames it."""
+    Its ``locks`` give every key one shared ``asyncio.Lock`` (:class:`_OneLock`) instead of one lock
+    per key kept until the key expires (about eight per match just made, each an object the cyclic
+    collector walks). The library's critical sections have no ``await`` but the sweep's, which holds
+    the lock of one key at a time over a thread hop; a shared lock makes a hit wait at most for that
+    one hop, once a second.
+
+    The overrides are of the library's private ``__schedule_expiry`` (name-mangled) and its
+    ``locks`` attribute: ``tests/infra/test_limits_sweep.py`` fails if a release renames them."""
     global _swept_storage
     if _swept_storage is None:
         from limits.aio.storage import MemoryStorage
 
         class SweptMemoryStorage(MemoryStorage):
             _next_sweep = 0.0
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self.locks = _OneLock()
+
+            def __setstate__(self, state: dict[str, Any]) -> None:
+                super().__setstate__(state)
+                self.locks = _OneLock()
 
             async def _MemoryStorage__schedule_expiry(self) -> None:
                 now = time.monotonic()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
@@ -43,6 +44,38 @@ async def _sweeps_over_a_burst(storage: Any, hits: int) -> int:
 def test_a_burst_of_hits_over_many_keys_sweeps_once_within_the_period():
     assert asyncio.run(_sweeps_over_a_burst(api_limits.swept_memory_storage(), 500)) == 1
     assert asyncio.run(_sweeps_over_a_burst(MemoryStorage(), 500)) == 500  # the library's own: one a hit
+
+
+async def _locks_after_hits(storage: Any, keys: int, *, moving: bool) -> int:
+    """The ``asyncio.Lock`` objects alive after one hit on each of ``keys`` keys (the storage held)."""
+    limiter = (MovingWindowRateLimiter if moving else SlidingWindowCounterRateLimiter)(storage)
+    item = parse("120/minute")
+    for i in range(keys):
+        assert await limiter.hit(item, f"player{i}")
+    if storage.timer is not None and not storage.timer.done():
+        await storage.timer
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is asyncio.Lock)
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_the_storage_keeps_no_lock_per_key(moving):
+    # the library's own keeps one lock per key until the key expires; ours one for all keys
+    assert asyncio.run(_locks_after_hits(MemoryStorage(), 300, moving=moving)) >= 300
+    assert asyncio.run(_locks_after_hits(api_limits.swept_memory_storage(), 300, moving=moving)) <= 1
+
+
+def test_every_key_gets_the_same_lock_and_keeps_it():
+    async def run() -> None:
+        storage = api_limits.swept_memory_storage()
+        lock = storage.locks["ann"]
+        assert isinstance(lock, asyncio.Lock)  # exclusion is asyncio.Lock's own
+        assert storage.locks["bob"] is lock
+        storage.locks.pop("ann", None)  # the library drops an expired key's lock: the shared one stays
+        storage.locks.clear()
+        assert storage.locks["ann"] is lock and not lock.locked()
+
+    asyncio.run(run())
 
 
 @pytest.mark.parametrize("moving", [False, True])
