@@ -275,7 +275,7 @@ def swept_memory_storage() -> Any:
     timestamps; the sweep only frees memory, now a second late at most.
 
     Its ``locks`` give every key one shared ``asyncio.Lock`` (:class:`_OneLock`) instead of one lock
-    per key kept until the key expires (about eight per match just made, each an object the cyclic
+    per key kept until the key expires (about five per match just made, each an object the cyclic
     collector walks). The library's critical sections have no ``await`` but the sweep's, which holds
     the lock of one key at a time over a thread hop; a shared lock makes a hit wait at most for that
     one hop, once a second.
