@@ -31,8 +31,10 @@ from typing import (
     Protocol,
     Sequence,
     TypeVar,
+    cast,
 )
 
+import orjson
 from pydantic import BaseModel
 
 from app.parts import ViewParts, encode_view
@@ -59,7 +61,6 @@ class IllegalAction(Exception):
         return f"IllegalAction({self.code!r}, {self.message!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class Prompt:
     """One seat's pending decision.
 
@@ -70,18 +71,75 @@ class Prompt:
       Prompts of one simultaneous phase share a ``phase_id``.
     - ``deadline_seconds``: how long the seat has, from when this ``phase_id`` first appeared.
     - ``default_action``: the action the server applies as this seat when the deadline passes
-      (only for prompts with ``submitted`` False).
+      (only for prompts with ``submitted`` False): a JSON object, as a client would send it. It is
+      kept encoded (JSON bytes, in its own key order), so a live match's prompts hold no dict or list for
+      the cyclic collector to walk; reading it decodes a fresh ``dict`` (the value a replay of the
+      logged action sees). A value JSON cannot encode is kept as given.
     - ``simultaneous``: True in a simultaneous phase (submissions replaceable until it ends).
     - ``submitted``: in a simultaneous phase, True once the seat has a submission on file.
+
+    Immutable; equal when every field is (the default action compared as encoded).
     """
+
+    __slots__ = ("seat", "kind", "phase_id", "deadline_seconds", "_default", "simultaneous", "submitted")
+    __match_args__ = ("seat", "kind", "phase_id", "deadline_seconds", "default_action", "simultaneous", "submitted")
 
     seat: int
     kind: str
     phase_id: int
     deadline_seconds: float
-    default_action: Mapping[str, Any]
-    simultaneous: bool = False
-    submitted: bool = False
+    _default: Any
+    simultaneous: bool
+    submitted: bool
+
+    def __init__(self, seat: int, kind: str, phase_id: int, deadline_seconds: float,
+                 default_action: Mapping[str, Any], simultaneous: bool = False, submitted: bool = False) -> None:
+        try:
+            encoded: Any = orjson.dumps(default_action)
+        except TypeError:
+            encoded = default_action
+        setter = object.__setattr__
+        setter(self, "seat", seat)
+        setter(self, "kind", kind)
+        setter(self, "phase_id", phase_id)
+        setter(self, "deadline_seconds", deadline_seconds)
+        setter(self, "_default", encoded)
+        setter(self, "simultaneous", simultaneous)
+        setter(self, "submitted", submitted)
+
+    @property
+    def default_action(self) -> Mapping[str, Any]:
+        kept = self._default
+        if type(kept) is bytes:
+            return cast("Mapping[str, Any]", orjson.loads(kept))
+        return cast("Mapping[str, Any]", kept)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.seat, self.kind, self.phase_id, self.deadline_seconds, self._default, self.simultaneous,
+                self.submitted)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Prompt:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Prompt, (self.seat, self.kind, self.phase_id, self.deadline_seconds, self.default_action,
+                         self.simultaneous, self.submitted))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Prompt is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Prompt is immutable: cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"Prompt(seat={self.seat!r}, kind={self.kind!r}, phase_id={self.phase_id!r}, "
+                f"deadline_seconds={self.deadline_seconds!r}, default_action={self.default_action!r}, "
+                f"simultaneous={self.simultaneous!r}, submitted={self.submitted!r})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,12 @@ paid ~N times per collection).
 from __future__ import annotations
 
 import gc
+import pickle
+
+import pytest
 
 from app.games import registry
-from app.games.base import SPECTATOR, Event
+from app.games.base import SPECTATOR, Event, Prompt
 from app.runtime.history import EventHistory
 from tests.runtime.twins import FakePeer, make_runner
 
@@ -91,3 +94,27 @@ def test_a_seat_whose_prompt_did_not_change_keeps_its_prompt_object():
     assert after[0] is not before[0] and after[0].submitted  # seat 0's changed: a new object
     assert after[1] is before[1] and after[2] is before[2]  # the others' are the objects they were
     assert after[1] == before[1] and not after[1].submitted
+
+
+def test_a_prompt_keeps_its_default_action_as_no_tracked_object():
+    runner, _, _, _ = make_runner(conquest, 4)
+    for prompt in runner.prompts:
+        default = prompt.default_action
+        assert default == {"type": "orders", "attack": []}
+        assert _tracked_from(prompt) == [prompt]  # no dict, no list behind it
+        default["attack"].append([1, 2])  # a reader's copy: the prompt's own stays as it was
+        assert prompt.default_action == {"type": "orders", "attack": []}
+
+
+def test_a_prompt_is_an_immutable_value():
+    prompt = Prompt(2, "orders", 7, 60.0, {"type": "orders", "attack": [[1, 2]]}, True)
+    same = Prompt(seat=2, kind="orders", phase_id=7, deadline_seconds=60.0,
+                  default_action={"type": "orders", "attack": [[1, 2]]}, simultaneous=True)
+    assert prompt == same and hash(prompt) == hash(same)
+    assert prompt != Prompt(2, "orders", 7, 60.0, {"type": "orders", "attack": []}, True)
+    assert prompt != Prompt(2, "orders", 7, 60.0, {"type": "orders", "attack": [[1, 2]]}, True, True)
+    assert pickle.loads(pickle.dumps(prompt)) == prompt
+    with pytest.raises(AttributeError):
+        prompt.seat = 3  # type: ignore[misc]
+    odd = Prompt(0, "turn", 1, 5.0, {"type": "x", "at": {1, 2}})  # JSON cannot encode a set: kept as given
+    assert odd.default_action == {"type": "x", "at": {1, 2}}
