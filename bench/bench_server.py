@@ -697,33 +697,31 @@ main()
 """
 
 
-def take_census(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
-    """Ask the server at ``pid`` (started with ``BENCH_CENSUS_PATH=path``) for a memory census
-    (GC_WRAPPER, SIGUSR2) and return it: the line it appends to ``path``."""
+def _signal_for_line(pid: int, signum: int, path: Path, timeout: float, what: str) -> dict[str, Any]:
+    """Send ``signum`` to the server at ``pid`` and return the JSON line its GC_WRAPPER handler then
+    appends to ``path``; TimeoutError naming ``what`` when none comes within ``timeout`` seconds."""
     before = path.read_text().count("\n") if path.exists() else 0
-    os.kill(pid, signal.SIGUSR2)
+    os.kill(pid, signum)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = path.read_text().splitlines() if path.exists() else []
         if len(lines) > before and lines[-1].endswith("}"):
             return json.loads(lines[-1])
         time.sleep(0.2)
-    raise TimeoutError(f"no census from {pid} within {timeout:.0f} s")
+    raise TimeoutError(f"no {what} from {pid} within {timeout:.0f} s")
+
+
+def take_census(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
+    """Ask the server at ``pid`` (started with ``BENCH_CENSUS_PATH=path``) for a memory census
+    (GC_WRAPPER, SIGUSR2) and return it: the line it appends to ``path``."""
+    return _signal_for_line(pid, signal.SIGUSR2, path, timeout, "census")
 
 
 def full_collection(pid: int, path: Path, timeout: float = 120.0) -> dict[str, Any]:
     """Ask the server at ``pid`` (started with ``BENCH_FULLGC_PATH=path``) for two timed full
     collections (GC_WRAPPER, SIGUSR1) and return the line it appends to ``path``: ``first_ms``,
     ``second_ms``, ``tracked`` (objects the collector walks), ``frozen``, ``collected``."""
-    before = path.read_text().count("\n") if path.exists() else 0
-    os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        lines = path.read_text().splitlines() if path.exists() else []
-        if len(lines) > before and lines[-1].endswith("}"):
-            return json.loads(lines[-1])
-        time.sleep(0.2)
-    raise TimeoutError(f"no full collection from {pid} within {timeout:.0f} s")
+    return _signal_for_line(pid, signal.SIGUSR1, path, timeout, "full collection")
 
 
 def gc_pauses(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
