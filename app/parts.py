@@ -34,7 +34,7 @@ from typing import Any, Union
 import orjson
 
 __all__ = ["LIST", "Document", "Part", "ViewParts", "assemble", "diff", "document", "dumps", "encode_part",
-           "encode_view", "joined", "to_json", "view_json"]
+           "encode_view", "joined", "revise", "to_json", "view_json"]
 
 #: the encoding of one value, or the encodings of the items of a list value
 Part = Union[bytes, tuple[bytes, ...]]
@@ -121,8 +121,23 @@ def _escape(key: str) -> str:
     return key
 
 
+#: part key -> its JSON Pointer (member keys and the item keys of :func:`_items`: a few hundred; at
+#: most :data:`_PATHS_KEPT`, past which a pointer is made each time)
+_paths: dict[str, str] = {}
+_PATHS_KEPT = 65536
+
+
 def _path(key: str) -> str:
     """The JSON Pointer of a part key."""
+    found = _paths.get(key)
+    if found is None:
+        found = _pointer(key)
+        if len(_paths) < _PATHS_KEPT:
+            _paths[key] = found
+    return found
+
+
+def _pointer(key: str) -> str:
     member, sep, index = key.partition(_ITEM)
     if member[0] == "\x1e":
         base = "/" + member[1:]
@@ -235,3 +250,81 @@ def diff(old: Document, new: Document) -> list[dict[str, Any]]:
         if _ITEM not in key:
             ops.append({"op": "remove", "path": _path(key)})
     return ops
+
+
+def revise(old: Document, old_prompts: Part, old_view: ViewParts, status: bytes, prompts: Part, view: ViewParts,
+           patch: bool = True) -> tuple[Document, list[dict[str, Any]] | None] | None:
+    """``(document(status, prompts, view), diff(old, that document))`` made from the parts that changed
+    alone, where ``old`` is ``document(its status, old_prompts, old_view)``: ``old`` itself and ``[]``
+    when nothing changed; else the new document (a copy of ``old`` with the changed parts replaced, or,
+    when a list changed length, :func:`document`'s) and the patch :func:`diff` gives, op for op: a
+    ``replace`` per changed part and an ``add`` per list item that came, in document order, then a
+    ``remove`` per list item that went. A part that is the same object as before is not compared; one
+    that is not is compared as ``bytes`` (in C). ``patch`` False: the patch is not made (None in its
+    place; the document is still ``old`` itself exactly when nothing changed). None when the view's
+    members changed (one came, went or moved, or changed between a list and anything else): then
+    :func:`document` and :func:`diff` answer."""
+    count = len(view)
+    if len(old_view) != count:
+        return None
+    sets: list[tuple[str, str, bytes]] = []
+    gone: list[str] = []
+    if old[STATUS] != status:
+        sets.append(("replace", STATUS, status))
+    if prompts is not old_prompts and not _changes(PROMPTS, old_prompts, prompts, sets, gone):
+        return None
+    for j in range(count):
+        key, part = view[j]
+        old_key, old_part = old_view[j]
+        if key != old_key:
+            return None
+        if part is not old_part and not _changes(key, old_part, part, sets, gone):
+            return None
+    if not sets and not gone:
+        return old, [] if patch else None
+    ops: list[dict[str, Any]] | None = None
+    if patch:
+        ops = [{"op": op, "path": _path(key), "value": _Fragment(value)} for op, key, value in sets]
+    if gone or any(op == "add" for op, _key, _value in sets):
+        doc = document(status, prompts, view)
+        if ops is not None:
+            gone.sort(key=_removal_order)
+            ops += [{"op": "remove", "path": _path(key)} for key in gone]
+    else:
+        doc = old.copy()
+        for _op, key, value in sets:
+            doc[key] = value
+    return doc, ops
+
+
+def _removal_order(key: str) -> tuple[str, int]:
+    member, _sep, index = key.partition(_ITEM)
+    return member, -int(index)
+
+
+def _changes(key: str, old: Part, new: Part, sets: list[tuple[str, str, bytes]], gone: list[str]) -> bool:
+    """Append to ``sets`` ``(op, part key, bytes)`` for each piece of ``new`` that differs from ``old``
+    (the member ``key`` whole, or its list items: ``replace`` where both have the item, ``add`` where
+    only ``new`` has it) and to ``gone`` the keys of the items only ``old`` has; False when one is a
+    list and the other not."""
+    if isinstance(new, bytes):
+        if not isinstance(old, bytes):
+            return False
+        if new != old:
+            sets.append(("replace", key, new))
+        return True
+    if isinstance(old, bytes):
+        return False
+    if new == old:
+        return True
+    was, now = len(old), len(new)
+    keys = _items(key, max(was, now))
+    for i in range(min(was, now)):
+        item = new[i]
+        if item is not old[i] and item != old[i]:
+            sets.append(("replace", keys[i], item))
+    for i in range(was, now):
+        sets.append(("add", keys[i], new[i]))
+    for i in range(now, was):
+        gone.append(keys[i])
+    return True

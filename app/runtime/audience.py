@@ -19,7 +19,7 @@ from collections.abc import Container, Sequence
 from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR, Event, Game
-from app.parts import Document, Part, ViewParts, diff, document
+from app.parts import Document, Part, ViewParts, diff, document, revise
 
 __all__ = ["AudienceBook", "audience_events"]
 
@@ -30,9 +30,15 @@ class AudienceBook:
     ``versions[i]`` and ``docs[i]`` belong to audience ``i``: seat ``i`` for ``i < n``, spectators for
     ``i == n`` (:meth:`index`). A document is an ``app.parts.Document`` (a flat dict of encoded
     parts, which the cyclic collector never tracks), never changed once built, so it is replaced,
-    not changed, when its audience's version rises."""
+    not changed, when its audience's version rises.
 
-    __slots__ = ("docs", "game", "keys", "versions")
+    The book remembers, for each audience, the last document :meth:`step` gave it with the prompts
+    part and the view parts it was made from; a step from that same document object makes the new one
+    from the parts that changed alone (``app.parts.revise``). That is a shortcut, never a difference:
+    from any other document (a replay, an older snapshot) it builds and compares the whole document,
+    with the same result."""
+
+    __slots__ = ("docs", "game", "keys", "last", "versions")
 
     def __init__(self, game: Game, seat_count: int, state: Any, status: bytes, prompts: Part,
                  versions: Sequence[int] | None = None) -> None:
@@ -42,8 +48,11 @@ class AudienceBook:
         self.versions: Sequence[int] = list(versions) if versions is not None else [0] * len(self.keys)
         if len(self.versions) != len(self.keys):
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
-        self.docs: Sequence[Document] = [document(status, prompts, view)
-                                         for view in _view_parts(game, state, self.keys)]
+        views = _view_parts(game, state, self.keys)
+        self.docs: Sequence[Document] = [document(status, prompts, view) for view in views]
+        #: per audience, ``(document, prompts part, view parts)`` of the last document made for it
+        self.last: tuple[tuple[Document, Part, ViewParts], ...] = tuple(
+            zip(self.docs, (prompts,) * len(views), views, strict=True))
 
     def hand_over(self) -> tuple[tuple[int, ...], tuple[Document, ...]]:
         """The versions and documents the book holds, as tuples, now the caller's alone: the book keeps
@@ -84,16 +93,35 @@ class AudienceBook:
         changed: dict[int, list[dict[str, Any]] | None] = {}
         new_versions = list(versions)
         new_docs = list(docs)
-        for i, (viewer, view) in enumerate(zip(self.keys, _view_parts(self.game, state, self.keys), strict=True)):
+        views = _view_parts(self.game, state, self.keys)
+        last = self.last
+        made: list[tuple[Document, Part, ViewParts]] = []
+        for i, (viewer, view) in enumerate(zip(self.keys, views, strict=True)):
             old = docs[i]
-            doc = document(status, prompts, view)
-            if doc != old:
-                new_docs[i] = doc
-                new_versions[i] += 1
-                changed[i] = diff(old, doc) if wanted is None or i in wanted else None
-            elif events and any(e.audience is None or viewer in e.audience for e in events):
-                new_versions[i] += 1
-                changed[i] = []
+            kept = last[i] if i < len(last) else None
+            patch = wanted is None or i in wanted
+            revised = revise(old, kept[1], kept[2], status, prompts, view, patch) \
+                if kept is not None and kept[0] is old else None
+            if revised is not None:
+                doc, ops = revised
+                if doc is not old:
+                    new_docs[i] = doc
+                    new_versions[i] += 1
+                    changed[i] = ops
+                elif events and any(e.audience is None or viewer in e.audience for e in events):
+                    new_versions[i] += 1
+                    changed[i] = []
+            else:
+                doc = document(status, prompts, view)
+                if doc != old:
+                    new_docs[i] = doc
+                    new_versions[i] += 1
+                    changed[i] = diff(old, doc) if patch else None
+                elif events and any(e.audience is None or viewer in e.audience for e in events):
+                    new_versions[i] += 1
+                    changed[i] = []
+            made.append((new_docs[i], prompts, view))
+        self.last = tuple(made)
         return tuple(new_versions), tuple(new_docs), changed
 
     def advance(self, state: Any, status: bytes, prompts: Part, events: Sequence[Event],

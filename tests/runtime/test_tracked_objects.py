@@ -5,7 +5,7 @@ paid ~N times per collection).
 
 - the event history (``EventHistory``) is itself and its ``array`` of versions until a record
   spills, and back to that once the spilled records are released;
-- an audience book handed to a snapshot keeps no documents of its own;
+- an audience book handed to a snapshot keeps no documents of its own (only the snapshot's);
 - a record that leaves a seat's prompt as it was keeps that prompt's object;
 - a runner with no spectator or admin attached keeps no container for them."""
 from __future__ import annotations
@@ -74,6 +74,9 @@ def test_a_runner_keeps_no_documents_in_its_book_and_no_sets_for_absent_viewers(
     writer.commit()
     assert runner.book.docs == () and runner.book.versions == ()
     assert len(runner.durable.docs) == 3  # the snapshot holds the documents
+    # the book remembers the last ones it made, which are the snapshot's own objects, not copies
+    assert [kept[0] for kept in runner.book.last] == list(runner.durable.docs)
+    assert all(kept[0] is doc for kept, doc in zip(runner.book.last, runner.durable.docs, strict=True))
     assert not gc.is_tracked(runner.spectators) and not gc.is_tracked(runner.admins)
     watcher = FakePeer(SPECTATOR)
     runner.attach(watcher)
