@@ -33,8 +33,8 @@ from typing import Any, Union
 
 import orjson
 
-__all__ = ["LIST", "Document", "Part", "ViewParts", "assemble", "diff", "document", "dumps", "encode_part",
-           "encode_view", "joined", "revise", "to_json", "view_json"]
+__all__ = ["LIST", "Document", "Part", "Shape", "ViewParts", "assemble", "diff", "document", "dumps", "encode_part",
+           "encode_view", "joined", "revise", "shape_of", "to_json", "view_json"]
 
 #: the encoding of one value, or the encodings of the items of a list value
 Part = Union[bytes, tuple[bytes, ...]]
@@ -252,36 +252,47 @@ def diff(old: Document, new: Document) -> list[dict[str, Any]]:
     return ops
 
 
-def revise(old: Document, old_prompts: Part, old_view: ViewParts, status: bytes, prompts: Part, view: ViewParts,
-           patch: bool = True) -> tuple[Document, list[dict[str, Any]] | None] | None:
-    """``(document(status, prompts, view), diff(old, that document))`` made from the parts that changed
-    alone, where ``old`` is ``document(its status, old_prompts, old_view)``: ``old`` itself and ``[]``
-    when nothing changed; else the new document (a copy of ``old`` with the changed parts replaced, or,
-    when a list changed length, :func:`document`'s) and the patch :func:`diff` gives, op for op: a
-    ``replace`` per changed part and an ``add`` per list item that came, in document order, then a
-    ``remove`` per list item that went. A part that is the same object as before is not compared; one
-    that is not is compared as ``bytes`` (in C). ``patch`` False: the patch is not made (None in its
-    place; the document is still ``old`` itself exactly when nothing changed). None when the view's
-    members changed (one came, went or moved, or changed between a list and anything else): then
-    :func:`document` and :func:`diff` answer."""
+#: what :func:`revise` needs of a document besides its parts: its view members' keys in order, each
+#: member's list length (-1: not a list) in the same order, and the prompts' count (-1: not a list)
+Shape = tuple[tuple[str, ...], tuple[int, ...], int]
+
+
+def shape_of(prompts: Part, view: ViewParts) -> Shape:
+    """The :data:`Shape` of ``document(status, prompts, view)``."""
+    return (tuple([key for key, _part in view]),
+            tuple([-1 if isinstance(part, bytes) else len(part) for _key, part in view]),
+            -1 if isinstance(prompts, bytes) else len(prompts))
+
+
+def revise(old: Document, old_shape: Shape, status: bytes, prompts: Part, view: ViewParts, patch: bool = True
+           ) -> tuple[Document, list[dict[str, Any]] | None, Shape] | None:
+    """``document(status, prompts, view)``, ``diff(old, it)`` and its :data:`Shape`, made from the
+    parts that changed alone; ``old_shape`` is ``old``'s. ``old`` itself, ``[]`` and ``old_shape``
+    when nothing changed; else the new document (a copy of ``old`` with the changed parts put in, or,
+    when a list changed length, :func:`document`'s: the same keys in the same order either way) and
+    the patch :func:`diff` gives, op for op: a ``replace`` per changed part and an ``add`` per list
+    item that came, in document order, then a ``remove`` per list item that went. Each part is looked
+    up in ``old`` and compared there (an identical object at once, other ``bytes`` in C); no document
+    is built to be compared. ``patch`` False: no patch is made (None in its place; the document is
+    still ``old`` itself exactly when nothing changed). None when the view's members changed (one
+    came, went or moved, or changed between a list and anything else): then :func:`document` and
+    :func:`diff` answer."""
+    keys, lengths, prompt_count = old_shape
     count = len(view)
-    if len(old_view) != count:
+    if len(keys) != count:
         return None
     sets: list[tuple[str, str, bytes]] = []
     gone: list[str] = []
     if old[STATUS] != status:
         sets.append(("replace", STATUS, status))
-    if prompts is not old_prompts and not _changes(PROMPTS, old_prompts, prompts, sets, gone):
+    if not _changes(old, PROMPTS, prompt_count, prompts, sets, gone):
         return None
     for j in range(count):
         key, part = view[j]
-        old_key, old_part = old_view[j]
-        if key != old_key:
-            return None
-        if part is not old_part and not _changes(key, old_part, part, sets, gone):
+        if key != keys[j] or not _changes(old, key, lengths[j], part, sets, gone):
             return None
     if not sets and not gone:
-        return old, [] if patch else None
+        return old, [] if patch else None, old_shape
     ops: list[dict[str, Any]] | None = None
     if patch:
         ops = [{"op": op, "path": _path(key), "value": _Fragment(value)} for op, key, value in sets]
@@ -290,11 +301,12 @@ def revise(old: Document, old_prompts: Part, old_view: ViewParts, status: bytes,
         if ops is not None:
             gone.sort(key=_removal_order)
             ops += [{"op": "remove", "path": _path(key)} for key in gone]
-    else:
-        doc = old.copy()
-        for _op, key, value in sets:
-            doc[key] = value
-    return doc, ops
+        return doc, ops, (keys, tuple([-1 if isinstance(part, bytes) else len(part) for _key, part in view]),
+                          -1 if isinstance(prompts, bytes) else len(prompts))
+    doc = old.copy()
+    for _op, key, value in sets:
+        doc[key] = value
+    return doc, ops, old_shape
 
 
 def _removal_order(key: str) -> tuple[str, int]:
@@ -302,29 +314,30 @@ def _removal_order(key: str) -> tuple[str, int]:
     return member, -int(index)
 
 
-def _changes(key: str, old: Part, new: Part, sets: list[tuple[str, str, bytes]], gone: list[str]) -> bool:
-    """Append to ``sets`` ``(op, part key, bytes)`` for each piece of ``new`` that differs from ``old``
-    (the member ``key`` whole, or its list items: ``replace`` where both have the item, ``add`` where
-    only ``new`` has it) and to ``gone`` the keys of the items only ``old`` has; False when one is a
-    list and the other not."""
+def _changes(old: Document, key: str, length: int, new: Part, sets: list[tuple[str, str, bytes]],
+             gone: list[str]) -> bool:
+    """Append to ``sets`` ``(op, part key, bytes)`` for each piece of ``new`` that differs from what
+    ``old`` holds of member ``key`` (``length``: its list length there, -1 when not a list): the member
+    whole, or its list items (``replace`` where both have the item, ``add`` where only ``new`` has it),
+    and to ``gone`` the keys of the items only ``old`` has; False when one is a list and the other not."""
     if isinstance(new, bytes):
-        if not isinstance(old, bytes):
+        if length != -1:
             return False
-        if new != old:
+        was = old[key]
+        if was is not new and was != new:
             sets.append(("replace", key, new))
         return True
-    if isinstance(old, bytes):
+    if length == -1:
         return False
-    if new == old:
-        return True
-    was, now = len(old), len(new)
-    keys = _items(key, max(was, now))
-    for i in range(min(was, now)):
+    now = len(new)
+    items = _items(key, max(length, now))
+    for i in range(min(length, now)):
         item = new[i]
-        if item is not old[i] and item != old[i]:
-            sets.append(("replace", keys[i], item))
-    for i in range(was, now):
-        sets.append(("add", keys[i], new[i]))
-    for i in range(now, was):
-        gone.append(keys[i])
+        was = old[items[i]]
+        if item is not was and item != was:
+            sets.append(("replace", items[i], item))
+    for i in range(length, now):
+        sets.append(("add", items[i], new[i]))
+    for i in range(now, length):
+        gone.append(items[i])
     return True

@@ -5,9 +5,9 @@ audience's view parts (``Game.view_parts``), its new document and its patch. Thi
 ``--matches`` seeded random matches of 4 seats per game (``app.testing.play.random_step``), keeps
 their states, then steps a fresh book through them ``--repeat`` times in two ways, alternating:
 
-- **shortcut**: as the runtime does (``app.parts.revise`` from the book's last document);
-- **whole**: the book's memory cleared before each step (``document`` + ``diff`` of the whole
-  document, what a step from any other document does);
+- **shortcut**: as the runtime does (``app.parts.revise``, given the documents' shapes);
+- **whole**: the same steps given no shapes (``document`` + ``diff`` of the whole document, what a
+  step without them does);
 
 and the game's ``view_parts`` for the same states alone. Prints the best CPU µs per step
 (``time.process_time``). Every audience's patch is made (``wanted`` None), as for seats with delta
@@ -53,11 +53,10 @@ def book_steps(game: Any, recorded: list[Any], shortcut: bool) -> float:
     started, count = time.process_time(), 0
     for first, played in recorded:
         book = AudienceBook(game, 4, first, status, prompts_part(game.prompts(first), {}))
-        versions, docs = book.hand_over()
+        versions, docs, shapes = book.hand_over()
         for state, events, part in played:
-            if not shortcut:
-                book.last = ()
-            versions, docs, _ = book.step(versions, docs, state, status, part, events)
+            versions, docs, _, shapes = book.step(versions, docs, state, status, part, events, None,
+                                                  shapes if shortcut else ())
             count += 1
     return (time.process_time() - started) / max(1, count) * 1e6
 

@@ -19,7 +19,7 @@ from collections.abc import Container, Sequence
 from typing import Any
 
 from app.games.base import ADMIN, SPECTATOR, Event, Game
-from app.parts import Document, Part, ViewParts, diff, document, revise
+from app.parts import Document, Part, Shape, ViewParts, diff, document, revise, shape_of
 
 __all__ = ["AudienceBook", "audience_events"]
 
@@ -32,13 +32,13 @@ class AudienceBook:
     parts, which the cyclic collector never tracks), never changed once built, so it is replaced,
     not changed, when its audience's version rises.
 
-    The book remembers, for each audience, the last document :meth:`step` gave it with the prompts
-    part and the view parts it was made from; a step from that same document object makes the new one
-    from the parts that changed alone (``app.parts.revise``). That is a shortcut, never a difference:
-    from any other document (a replay, an older snapshot) it builds and compares the whole document,
-    with the same result."""
+    Each document goes with its **shape** (``app.parts.Shape``: member keys and list lengths, no
+    parts), which :meth:`step` takes and gives beside the documents: a step given the shapes makes
+    each new document from the parts that changed alone (``app.parts.revise``). That is a shortcut,
+    never a difference: without them (or when the members changed) it builds and compares the whole
+    document, with the same result. A shape is a tuple of atoms, which the collector untracks."""
 
-    __slots__ = ("docs", "game", "keys", "last", "versions")
+    __slots__ = ("docs", "game", "keys", "shapes", "versions")
 
     def __init__(self, game: Game, seat_count: int, state: Any, status: bytes, prompts: Part,
                  versions: Sequence[int] | None = None) -> None:
@@ -50,17 +50,15 @@ class AudienceBook:
             raise ValueError(f"{len(self.versions)} versions for {len(self.keys)} audiences")
         views = _view_parts(game, state, self.keys)
         self.docs: Sequence[Document] = [document(status, prompts, view) for view in views]
-        #: per audience, ``(document, prompts part, view parts)`` of the last document made for it
-        self.last: tuple[tuple[Document, Part, ViewParts], ...] = tuple(
-            zip(self.docs, (prompts,) * len(views), views, strict=True))
+        self.shapes: tuple[Shape, ...] = _shapes(prompts, views)
 
-    def hand_over(self) -> tuple[tuple[int, ...], tuple[Document, ...]]:
-        """The versions and documents the book holds, as tuples, now the caller's alone: the book keeps
-        none (a live match's documents are its snapshots', ``app/runtime/step.py``; keeping the
-        first ones here would hold the deal's documents, and two lists, for the match's whole life).
-        :meth:`advance` needs them back: a book handed over is only :meth:`step`'s."""
-        held = tuple(self.versions), tuple(self.docs)
-        self.versions, self.docs = (), ()
+    def hand_over(self) -> tuple[tuple[int, ...], tuple[Document, ...], tuple[Shape, ...]]:
+        """The versions, documents and their shapes the book holds, as tuples, now the caller's alone:
+        the book keeps none (a live match's documents are its snapshots', ``app/runtime/step.py``;
+        keeping the first ones here would hold the deal's documents, and two lists, for the match's
+        whole life). :meth:`advance` needs them back: a book handed over is only :meth:`step`'s."""
+        held = tuple(self.versions), tuple(self.docs), self.shapes
+        self.versions, self.docs, self.shapes = (), (), ()
         return held
 
     def document(self, state: Any, viewer: int, status: bytes, prompts: Part) -> Document:
@@ -74,19 +72,20 @@ class AudienceBook:
         return viewer if viewer >= 0 else len(self.keys) - 1
 
     def step(self, versions: Sequence[int], docs: Sequence[Document], state: Any, status: bytes, prompts: Part,
-             events: Sequence[Event], wanted: Container[int] | None = None
-             ) -> tuple[tuple[int, ...], tuple[Document, ...], dict[int, list[dict[str, Any]] | None]]:
+             events: Sequence[Event], wanted: Container[int] | None = None, shapes: Sequence[Shape] = ()
+             ) -> tuple[tuple[int, ...], tuple[Document, ...], dict[int, list[dict[str, Any]] | None],
+                        tuple[Shape, ...]]:
         """One log record was applied, giving ``state``/``status``/``prompts`` (encoded) and ``events``,
-        to audiences at ``versions`` with ``docs``: the version of every audience whose document
-        changed or that may see one of ``events`` rises by 1 and it takes its new document. Returns
-        (the new versions, the new documents, the audiences that changed), changing nothing given;
-        the last maps each audience that changed (index, ascending) to the RFC 6902 patch from its
-        previous document to the new one (``app.parts.diff``; ``[]`` when only events are new), or
-        None for an audience not in ``wanted`` whose document changed (its patch is made when
-        someone needs it, from the two documents). ``wanted`` None: every audience. Whether a
-        document changed is ``old != new`` on its parts (``bytes`` compared in C), so the versions
-        never depend on ``wanted``: a replay of the log gives every audience the versions the live
-        runner gave (``app/runtime/step.py``).
+        to audiences at ``versions`` with ``docs`` (and ``shapes``, theirs: ``()`` when unknown): the
+        version of every audience whose document changed or that may see one of ``events`` rises by 1
+        and it takes its new document. Returns (the new versions, the new documents, the audiences
+        that changed, the new documents' shapes), changing nothing given; the third maps each
+        audience that changed (index, ascending) to the RFC 6902 patch from its previous document to
+        the new one (``app.parts.diff``; ``[]`` when only events are new), or None for an audience not
+        in ``wanted`` whose document changed (its patch is made when someone needs it, from the two
+        documents). ``wanted`` None: every audience. Whether a document changed is whether a part's
+        bytes changed, so the versions never depend on ``wanted`` or ``shapes``: a replay of the log
+        gives every audience the versions the live runner gave (``app/runtime/step.py``).
 
         The views come from one ``Game.view_parts`` call for every audience; a document that did not
         change keeps its object."""
@@ -94,16 +93,14 @@ class AudienceBook:
         new_versions = list(versions)
         new_docs = list(docs)
         views = _view_parts(self.game, state, self.keys)
-        last = self.last
-        made: list[tuple[Document, Part, ViewParts]] = []
+        made: list[Shape] = []
         for i, (viewer, view) in enumerate(zip(self.keys, views, strict=True)):
             old = docs[i]
-            kept = last[i] if i < len(last) else None
             patch = wanted is None or i in wanted
-            revised = revise(old, kept[1], kept[2], status, prompts, view, patch) \
-                if kept is not None and kept[0] is old else None
+            revised = revise(old, shapes[i], status, prompts, view, patch) if i < len(shapes) else None
+            shape: Shape | None = None
             if revised is not None:
-                doc, ops = revised
+                doc, ops, shape = revised
                 if doc is not old:
                     new_docs[i] = doc
                     new_versions[i] += 1
@@ -120,17 +117,38 @@ class AudienceBook:
                 elif events and any(e.audience is None or viewer in e.audience for e in events):
                     new_versions[i] += 1
                     changed[i] = []
-            made.append((new_docs[i], prompts, view))
-        self.last = tuple(made)
-        return tuple(new_versions), tuple(new_docs), changed
+            if shape is None:
+                shape = _shared(shape_of(prompts, view), made)
+            made.append(shape)
+        return tuple(new_versions), tuple(new_docs), changed, tuple(made)
 
     def advance(self, state: Any, status: bytes, prompts: Part, events: Sequence[Event],
                 wanted: Container[int] | None = None) -> dict[int, list[dict[str, Any]] | None]:
         """:meth:`step` from the book's own :attr:`versions` and :attr:`docs`, which it then holds
         (tools and tests that follow a log by hand). Returns the audiences that changed."""
-        versions, docs, changed = self.step(self.versions, self.docs, state, status, prompts, events, wanted)
-        self.versions, self.docs = versions, docs
+        versions, docs, changed, shapes = self.step(self.versions, self.docs, state, status, prompts, events, wanted,
+                                                    self.shapes)
+        self.versions, self.docs, self.shapes = versions, docs, shapes
         return changed
+
+
+def _shapes(prompts: Part, views: Sequence[ViewParts]) -> tuple[Shape, ...]:
+    made: list[Shape] = []
+    for view in views:
+        made.append(_shared(shape_of(prompts, view), made))
+    return tuple(made)
+
+
+def _shared(shape: Shape, made: Sequence[Shape]) -> Shape:
+    """``shape``, its member keys being the previous audience's tuple when equal (one per match, not
+    one per audience)."""
+    if made:
+        before = made[-1]
+        if before == shape:
+            return before
+        if before[0] == shape[0]:
+            return before[0], shape[1], shape[2]
+    return shape
 
 
 def _view_parts(game: Game, state: Any, viewers: Sequence[int]) -> list[ViewParts]:

@@ -23,7 +23,7 @@ from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from app.games.base import Event, Game, Outcome, Prompt
-from app.parts import Document, Part
+from app.parts import Document, Part, Shape
 from app.runtime.audience import AudienceBook
 from app.runtime.rows import LogRow, MatchUpdate
 from app.runtime.wire import prompts_part, status_part
@@ -52,12 +52,13 @@ class Snapshot:
     the log was read: a stored match)."""
 
     __slots__ = ("book", "deadlines", "docs", "ended_at", "game", "outcome", "phase_starts", "prompts",
-                 "prompts_part", "state", "status", "version", "versions")
+                 "prompts_part", "shapes", "state", "status", "version", "versions")
 
     def __init__(self, *, game: Game, book: AudienceBook | None, state: Any, version: int, status: str,
                  prompts: list[Prompt], deadlines: Mapping[int, float], prompts_part: Part,
                  phase_starts: Mapping[int, tuple[int, ...]], versions: tuple[int, ...],
-                 docs: tuple[Document, ...], outcome: Outcome | None, ended_at: float | None) -> None:
+                 docs: tuple[Document, ...], outcome: Outcome | None, ended_at: float | None,
+                 shapes: tuple[Shape, ...] = ()) -> None:
         self.game = game
         self.book = book
         self.state = state
@@ -69,6 +70,7 @@ class Snapshot:
         self.phase_starts = phase_starts
         self.versions = versions
         self.docs = docs
+        self.shapes = shapes
         self.outcome = outcome
         self.ended_at = ended_at
 
@@ -80,6 +82,8 @@ class Snapshot:
     def replace(self, **changes: Any) -> Snapshot:
         """A copy with ``changes`` (slot name -> value)."""
         values = {name: getattr(self, name) for name in self.__slots__}
+        if "docs" in changes and "shapes" not in changes:
+            values["shapes"] = ()  # the shapes describe the documents they came with
         values.update(changes)
         return Snapshot(**values)
 
@@ -119,11 +123,11 @@ def start(game: Game, seat_count: int, state: Any, deadlines: Mapping[int, float
     deadlines = dict(deadlines or {})
     book = AudienceBook(game, seat_count, state, status_part(status), prompts_part(prompts, deadlines),
                         versions) if audiences else None
-    at, docs = book.hand_over() if book is not None else ((), ())
+    at, docs, shapes = book.hand_over() if book is not None else ((), (), ())
     starts = {p.phase_id: tuple((phase_starts or {}).get(p.phase_id, at)) for p in prompts}
     return Snapshot(game=game, book=book, state=state, version=version, status=status, prompts=prompts,
                     deadlines=deadlines, prompts_part=prompts_part(prompts, deadlines) if book is not None else (),
-                    phase_starts=starts, versions=at, docs=docs,
+                    phase_starts=starts, versions=at, docs=docs, shapes=shapes,
                     outcome=game.outcome(state) if running else outcome, ended_at=None)
 
 
@@ -191,10 +195,10 @@ def apply_record(snapshot: Snapshot, row: LogRow, wanted: Container[int] | None 
     if book is not None:
         part = snapshot.prompts_part if prompts is snapshot.prompts and deadlines is snapshot.deadlines \
             else prompts_part(prompts, deadlines)
-        versions, docs, changed = book.step(snapshot.versions, snapshot.docs, state, status_part(status), part,
-                                            events, wanted)
+        versions, docs, changed, shapes = book.step(snapshot.versions, snapshot.docs, state, status_part(status),
+                                                    part, events, wanted, snapshot.shapes)
     else:
-        part, versions, docs, changed = (), (), (), {}
+        part, versions, docs, changed, shapes = (), (), (), {}, ()
     starts = snapshot.phase_starts
     if armed or ended:
         starts = {phase: at for phase, at in starts.items() if phase not in ended}
@@ -202,6 +206,7 @@ def apply_record(snapshot: Snapshot, row: LogRow, wanted: Container[int] | None 
             starts[phase] = versions
     after = Snapshot(game=game, book=book, state=state, version=version, status=status, prompts=prompts,
                      deadlines=deadlines, prompts_part=part, phase_starts=starts, versions=versions, docs=docs,
+                     shapes=shapes,
                      outcome=outcome, ended_at=now if status != "running" else None)
     return after, Effects(events, changed, armed, ended, match_update)
 

@@ -7,7 +7,7 @@ audience book's shortcut through it changes nothing a viewer receives (``app/run
   either declines (None: the members changed) or gives the document ``document`` gives, with the same keys
   in the same order, the very ``old`` object when nothing changed, and the patch ``diff`` gives;
 * over seeded random matches of every game, a book that takes the shortcut and one that never does
-  (its memory cleared before each step) give the same versions, documents and patches at every record.
+  (given no shapes) give the same versions, documents and patches at every record.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.games.base import SPECTATOR
-from app.parts import diff, document, revise, to_json
+from app.parts import diff, document, revise, shape_of, to_json
 from app.runtime import audience
 from app.runtime.audience import AudienceBook
 from app.runtime.wire import prompts_part, status_part
@@ -79,18 +79,19 @@ def test_revise_is_document_and_diff(data):
     view = data.draw(next_views(old_view))
     status = data.draw(st.sampled_from([old_status, copied(old_status), b'"finished"']))
     prompts = data.draw(st.sampled_from([old_prompts, copied(old_prompts), (b"1",), ()]))
-    got = revise(old, old_prompts, old_view, status, prompts, view)
+    got = revise(old, shape_of(old_prompts, old_view), status, prompts, view)
     whole = document(status, prompts, view)
     if got is None:
         # it declines only when the members changed
         assert [k for k, _ in view] != [k for k, _ in old_view] or any(
             isinstance(p, bytes) != isinstance(q, bytes) for (_, p), (_, q) in zip(view, old_view, strict=True))
         return
-    doc, ops = got
+    doc, ops, shape = got
     assert list(doc.items()) == list(whole.items())
+    assert shape == shape_of(prompts, view)
     assert to_json(ops) == to_json(diff(old, whole))
     assert (doc is old) == (not ops)
-    unpatched = revise(old, old_prompts, old_view, status, prompts, view, patch=False)
+    unpatched = revise(old, shape_of(old_prompts, old_view), status, prompts, view, patch=False)
     assert unpatched is not None and unpatched[1] is None and list(unpatched[0].items()) == list(doc.items())
     assert (unpatched[0] is old) == (doc is old)
     assert old == document(old_status, old_prompts, old_view)  # the old document was not changed
@@ -99,13 +100,16 @@ def test_revise_is_document_and_diff(data):
 def test_revise_declines_new_members_and_follows_lists():
     old_view = (("a", b"1"), ("b", (b"1", b"2")))
     old = document(b'"running"', (), old_view)
-    assert revise(old, (), old_view, b'"running"', (), (("b", (b"1", b"2")), ("a", b"1"))) is None
-    assert revise(old, (), old_view, b'"running"', (), (("a", (b"1",)), ("b", (b"1", b"2")))) is None
-    doc, ops = revise(old, (), old_view, b'"finished"', (b"{}",), (("a", b"1"), ("b", (b"1",))))
+    was = shape_of((), old_view)
+    assert revise(old, was, b'"running"', (), (("b", (b"1", b"2")), ("a", b"1"))) is None
+    assert revise(old, was, b'"running"', (), (("a", (b"1",)), ("b", (b"1", b"2")))) is None
+    assert revise(old, was, b'"running"', (), (("a", b"1"),)) is None
+    doc, ops, _ = revise(old, was, b'"finished"', (b"{}",), (("a", b"1"), ("b", (b"1",))))
     assert to_json(ops) == [{"op": "replace", "path": "/status", "value": "finished"},
                             {"op": "add", "path": "/prompts/0", "value": {}},
                             {"op": "remove", "path": "/view/b/1"}]
-    doc, ops = revise(old, (), old_view, b'"running"', (), (("a", b"1"), ("b", (b"1", b"3"))))
+    doc, ops, shape = revise(old, was, b'"running"', (), (("a", b"1"), ("b", (b"1", b"3"))))
+    assert shape is was
     assert to_json(ops) == [{"op": "replace", "path": "/view/b/1", "value": 3}]
     assert doc == document(b'"running"', (), (("a", b"1"), ("b", (b"1", b"3"))))
 
@@ -129,8 +133,8 @@ def test_a_book_with_its_shortcut_gives_what_one_without_gives(game, wanted, mon
         status, part = status_part("running"), prompts_part(game.prompts(state), {})
         quick = AudienceBook(game, seats, state, status, part)
         whole = AudienceBook(game, seats, state, status, part)
-        versions, docs = quick.hand_over()
-        whole_versions, whole_docs = whole.hand_over()
+        versions, docs, shapes = quick.hand_over()
+        whole_versions, whole_docs, _ = whole.hand_over()
         for _ in range(150):
             if game.outcome(state) is not None:
                 break
@@ -140,11 +144,11 @@ def test_a_book_with_its_shortcut_gives_what_one_without_gives(game, wanted, mon
             state, events = game.apply(state, *step)
             status = status_part("running" if game.outcome(state) is None else "finished")
             part = prompts_part(game.prompts(state), {})
-            versions, docs, changed = quick.step(versions, docs, state, status, part, events, wanted)
-            whole.last = ()  # never the shortcut
-            whole_versions, whole_docs, whole_changed = whole.step(whole_versions, whole_docs, state, status,
-                                                                   part, events, wanted)
+            versions, docs, changed, shapes = quick.step(versions, docs, state, status, part, events, wanted, shapes)
+            whole_versions, whole_docs, whole_changed, _ = whole.step(whole_versions, whole_docs, state, status,
+                                                                      part, events, wanted)  # no shapes
             assert versions == whole_versions
+            assert shapes == tuple(shape_of(part, view) for view in game.view_parts(state, quick.keys))
             assert [list(d.items()) for d in docs] == [list(d.items()) for d in whole_docs]
             assert {i: to_json(ops) for i, ops in changed.items()} == \
                 {i: to_json(ops) for i, ops in whole_changed.items()}

@@ -74,9 +74,13 @@ def test_a_runner_keeps_no_documents_in_its_book_and_no_sets_for_absent_viewers(
     writer.commit()
     assert runner.book.docs == () and runner.book.versions == ()
     assert len(runner.durable.docs) == 3  # the snapshot holds the documents
-    # the book remembers the last ones it made, which are the snapshot's own objects, not copies
-    assert [kept[0] for kept in runner.book.last] == list(runner.durable.docs)
-    assert all(kept[0] is doc for kept, doc in zip(runner.book.last, runner.durable.docs, strict=True))
+    # beside them, their shapes (keys and lengths: no parts), one tuple of member keys for all
+    # audiences, and nothing the collector keeps walking once it has seen them
+    shapes = runner.durable.shapes
+    assert len(shapes) == 3 and len({id(shape[0]) for shape in shapes}) == 1
+    gc.collect()
+    gc.collect()
+    assert not gc.is_tracked(shapes) and not any(gc.is_tracked(shape) for shape in shapes)
     assert not gc.is_tracked(runner.spectators) and not gc.is_tracked(runner.admins)
     watcher = FakePeer(SPECTATOR)
     runner.attach(watcher)
