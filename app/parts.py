@@ -259,8 +259,12 @@ Shape = tuple[tuple[str, ...], tuple[int, ...], int]
 
 def shape_of(prompts: Part, view: ViewParts) -> Shape:
     """The :data:`Shape` of ``document(status, prompts, view)``."""
-    return (tuple([key for key, _part in view]),
-            tuple([-1 if isinstance(part, bytes) else len(part) for _key, part in view]),
+    return _reshaped(tuple([key for key, _part in view]), prompts, view)
+
+
+def _reshaped(keys: tuple[str, ...], prompts: Part, view: ViewParts) -> Shape:
+    """The :data:`Shape` of a document whose view members are ``keys`` (``view``'s own)."""
+    return (keys, tuple([-1 if isinstance(part, bytes) else len(part) for _key, part in view]),
             -1 if isinstance(prompts, bytes) else len(prompts))
 
 
@@ -301,8 +305,7 @@ def revise(old: Document, old_shape: Shape, status: bytes, prompts: Part, view: 
         if ops is not None:
             gone.sort(key=_removal_order)
             ops += [{"op": "remove", "path": _path(key)} for key in gone]
-        return doc, ops, (keys, tuple([-1 if isinstance(part, bytes) else len(part) for _key, part in view]),
-                          -1 if isinstance(prompts, bytes) else len(prompts))
+        return doc, ops, _reshaped(keys, prompts, view)
     doc = old.copy()
     for _op, key, value in sets:
         doc[key] = value

@@ -98,27 +98,21 @@ class AudienceBook:
             old = docs[i]
             patch = wanted is None or i in wanted
             revised = revise(old, shapes[i], status, prompts, view, patch) if i < len(shapes) else None
-            shape: Shape | None = None
             if revised is not None:
                 doc, ops, shape = revised
-                if doc is not old:
-                    new_docs[i] = doc
-                    new_versions[i] += 1
-                    changed[i] = ops
-                elif events and any(e.audience is None or viewer in e.audience for e in events):
-                    new_versions[i] += 1
-                    changed[i] = []
+                renewed = doc is not old
             else:
                 doc = document(status, prompts, view)
-                if doc != old:
-                    new_docs[i] = doc
-                    new_versions[i] += 1
-                    changed[i] = diff(old, doc) if patch else None
-                elif events and any(e.audience is None or viewer in e.audience for e in events):
-                    new_versions[i] += 1
-                    changed[i] = []
-            if shape is None:
+                renewed = doc != old
+                ops = diff(old, doc) if renewed and patch else None
                 shape = _shared(shape_of(prompts, view), made)
+            if renewed:
+                new_docs[i] = doc
+                new_versions[i] += 1
+                changed[i] = ops
+            elif events and any(e.audience is None or viewer in e.audience for e in events):
+                new_versions[i] += 1
+                changed[i] = []
             made.append(shape)
         return tuple(new_versions), tuple(new_docs), changed, tuple(made)
 
